@@ -1,0 +1,108 @@
+"""Small numerical kernels shared by the whole package.
+
+The coefficient functions of rotations and rigid motions have removable singularities at zero
+angle. They are written in `t = θ²` with the double-`where` pattern and a Taylor series below
+`t < 0.09`, so that values and derivatives of every order used by the dynamics (up to 3) are
+finite and exact at `t = 0` (`bodies.md`):
+
+    A(t) = sin θ / θ,    B(t) = (1 − cos θ) / θ²,    C(t) = (θ − sin θ) / θ³.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax import Array
+
+__all__ = [
+    "skew",
+    "vee",
+    "coef_a",
+    "coef_b",
+    "coef_c",
+    "rotation_exp",
+    "rigid_exp",
+    "normalize",
+]
+
+_THRESHOLD = 0.09
+_A_SERIES = (1.0, -1 / 6, 1 / 120, -1 / 5040, 1 / 362880, -1 / 39916800)
+_B_SERIES = (1 / 2, -1 / 24, 1 / 720, -1 / 40320, 1 / 3628800, -1 / 479001600)
+_C_SERIES = (1 / 6, -1 / 120, 1 / 5040, -1 / 362880, 1 / 39916800, -1 / 6227020800)
+
+
+def _horner(coeffs: tuple[float, ...], t: Array) -> Array:
+    out = jnp.full_like(t, coeffs[-1])
+    for c in coeffs[-2::-1]:
+        out = out * t + c
+    return out
+
+
+def _safe(t: Array, exact: callable, series: tuple[float, ...]) -> Array:
+    # Double where: the exact branch never sees t < threshold, the series never sees large t.
+    t = jnp.asarray(t)
+    small = t < _THRESHOLD
+    t_big = jnp.where(small, _THRESHOLD, t)
+    t_small = jnp.where(small, t, 0.0)
+    return jnp.where(small, _horner(series, t_small), exact(jnp.sqrt(t_big)))
+
+
+def coef_a(t: Array) -> Array:
+    """`A(t) = sin θ / θ` with `t = θ²`; smooth at 0."""
+    return _safe(t, lambda th: jnp.sin(th) / th, _A_SERIES)
+
+
+def coef_b(t: Array) -> Array:
+    """`B(t) = (1 − cos θ) / θ² = 2 sin²(θ/2) / θ²` with `t = θ²`; smooth at 0."""
+    return _safe(t, lambda th: 2.0 * jnp.sin(0.5 * th) ** 2 / th**2, _B_SERIES)
+
+
+def coef_c(t: Array) -> Array:
+    """`C(t) = (θ − sin θ) / θ³` with `t = θ²`; smooth at 0."""
+    return _safe(t, lambda th: (th - jnp.sin(th)) / th**3, _C_SERIES)
+
+
+def skew(w: Array) -> Array:
+    """`skew(w) v = w × v` for 3-vectors (batched over leading axes)."""
+    w = jnp.asarray(w)
+    z = jnp.zeros_like(w[..., 0])
+    return jnp.stack(
+        [
+            jnp.stack([z, -w[..., 2], w[..., 1]], -1),
+            jnp.stack([w[..., 2], z, -w[..., 0]], -1),
+            jnp.stack([-w[..., 1], w[..., 0], z], -1),
+        ],
+        -2,
+    )
+
+
+def vee(m: Array) -> Array:
+    """Inverse of `skew` on the skew part of `m`: `(m32 − m23, m13 − m31, m21 − m12) / 2`."""
+    return 0.5 * jnp.stack(
+        [m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]], -1
+    )
+
+
+def rotation_exp(w: Array) -> Array:
+    """Rodrigues: `exp(skew(w)) = I + A(t) W + B(t) W²`, `t = w·w`; smooth at `w = 0`."""
+    t = jnp.sum(w * w, axis=-1)[..., None, None]
+    k = skew(w)
+    eye = jnp.eye(3, dtype=k.dtype)
+    return eye + coef_a(t) * k + coef_b(t) * (k @ k)
+
+
+def rigid_exp(w: Array, v: Array) -> tuple[Array, Array]:
+    """SE(3) exponential of the twist `(w, v)` (angular first): `(R, V v)` with
+    `R = I + A W + B W²` and `V = I + B W + C W²`."""
+    t = jnp.sum(w * w, axis=-1)[..., None, None]
+    k = skew(w)
+    k2 = k @ k
+    eye = jnp.eye(3, dtype=k.dtype)
+    b = coef_b(t)
+    rot = eye + coef_a(t) * k + b * k2
+    vmat = eye + b * k + coef_c(t) * k2
+    return rot, (vmat @ v[..., None])[..., 0]
+
+
+def normalize(v: Array) -> Array:
+    """`v / |v|` (the caller guarantees `v ≠ 0`)."""
+    return v / jnp.sqrt(jnp.sum(v * v, axis=-1, keepdims=True))

@@ -1,0 +1,69 @@
+"""Immutable pytree dataclasses (the model objects of softrigid).
+
+`module` turns a class into a frozen dataclass registered as a JAX pytree. Fields declared with
+`static()` are part of the tree structure (hashed into jit cache keys: counts, flags, user
+callables); every other field is a leaf (traced arrays: masses, lengths, quadrature points), so
+`jax.grad` with respect to physical parameters works.
+
+Unflattening bypasses `__init__`/`__post_init__`: validation and conversion run once, when a user
+builds the object, never on tracers created by `jit`, `vmap` or `grad`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+import jax
+
+__all__ = ["module", "static", "is_concrete"]
+
+T = TypeVar("T")
+
+
+def static(**kwargs: Any) -> Any:
+    """A dataclass field that belongs to the pytree structure, not to its leaves."""
+    metadata = dict(kwargs.pop("metadata", {}))
+    metadata["static"] = True
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
+def module(cls: type[T]) -> type[T]:
+    """Make `cls` a frozen dataclass and register it as a pytree."""
+    cls = dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
+    fields = dataclasses.fields(cls)
+    data = tuple(f.name for f in fields if not f.metadata.get("static", False))
+    meta = tuple(f.name for f in fields if f.metadata.get("static", False))
+
+    def flatten_with_keys(obj: Any) -> tuple[Any, Any]:
+        children = tuple((jax.tree_util.GetAttrKey(n), getattr(obj, n)) for n in data)
+        return children, tuple(getattr(obj, n) for n in meta)
+
+    def flatten(obj: Any) -> tuple[Any, Any]:
+        return tuple(getattr(obj, n) for n in data), tuple(getattr(obj, n) for n in meta)
+
+    def unflatten(aux: Any, children: Any) -> Any:
+        obj = object.__new__(cls)
+        for name, value in zip(meta, aux):
+            object.__setattr__(obj, name, value)
+        for name, value in zip(data, children):
+            object.__setattr__(obj, name, value)
+        return obj
+
+    def __repr__(self: Any) -> str:  # noqa: N807
+        parts = []
+        for f in fields:
+            value = getattr(self, f.name)
+            shape = getattr(value, "shape", None)
+            parts.append(f"{f.name}={'array' + str(tuple(shape)) if shape is not None else value!r}")
+        return f"{cls.__name__}({', '.join(parts)})"
+
+    cls.__repr__ = __repr__  # type: ignore[assignment]
+    jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
+    return cls
+
+
+def is_concrete(*values: Any) -> bool:
+    """True when none of `values` is a JAX tracer (so Python-level checks can read them)."""
+    leaves = jax.tree_util.tree_leaves(values)
+    return not any(isinstance(v, jax.core.Tracer) for v in leaves)

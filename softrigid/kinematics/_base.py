@@ -1,0 +1,120 @@
+"""The interface every body kinematics model implements.
+
+A body map `f(x, q) -> (3,)` sends the material point `x` (coordinates of the undeformed body,
+`(3,)`) to its position in the body's proximal frame (the distal frame of its joint) when the body
+coordinates are `q` (`(n_q,)`). Built-in families subclass `Kinematics`; a plain function is
+wrapped in `FunctionKinematics`. JAX differentiates the map: no derivative is written by hand.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from .._module import module, static
+
+__all__ = ["Kinematics", "FunctionKinematics", "as_kinematics"]
+
+
+class Kinematics(abc.ABC):
+    """Abstract body map `f(x, q)`. Subclasses are `@module` pytrees with a static `n_q`.
+
+    Override `map_points` to evaluate a whole quadrature rule faster than point by point (for
+    instance once per axial row of a tensor-product rule), and `distal_pose` when the family
+    knows the pose of its distal frame exactly (a Cosserat backbone); otherwise the body builds
+    it from the images of a pivot and two contact points (eqs. (5)–(7) of the seed).
+    """
+
+    n_q: int
+
+    @abc.abstractmethod
+    def __call__(self, x: Array, q: Array) -> Array:
+        """Position `(3,)` of material point `x` `(3,)` at body coordinates `q` `(n_q,)`."""
+
+    def map_points(self, points: Array, q: Array, n_axial: int | None = None) -> Array:
+        """Positions `(K, 3)` of the material points `points` `(K, 3)`.
+
+        `n_axial` (optional) says that `points` are ordered axial-major in `n_axial` rows that
+        share `x3`; the default ignores it and maps point by point.
+        """
+        del n_axial
+        return jax.vmap(self.__call__, in_axes=(0, None))(points, q)
+
+    def distal_pose(self, q: Array) -> tuple[Array, Array] | None:
+        """Exact pose `(R (3, 3), t (3,))` of the distal frame in the proximal frame, or `None`
+        to build it from contact points."""
+        del q
+        return None
+
+
+@module
+class FunctionKinematics(Kinematics):
+    """A user function as a body map.
+
+    Args:
+        fn: `fn(x, q) -> (3,)`, or `fn(x, q, params) -> (3,)` when `params` is given.
+        n_q: number of body coordinates.
+        params: optional pytree of arrays passed to `fn` as traced leaves (for instance the
+            weights of a learned map, so that gradients flow to them).
+        name: shown in error messages (defaults to the function's name).
+    """
+
+    fn: Callable[..., Array] = static()
+    n_q: int = static()
+    params: Any = None
+    name: str = static(default="")
+
+    def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise TypeError(f"kinematics must be callable, got {type(self.fn).__name__}")
+        if not isinstance(self.n_q, int) or isinstance(self.n_q, bool) or self.n_q < 0:
+            raise ValueError(f"n_q must be a non-negative integer, got {self.n_q!r}")
+        if not self.name:
+            object.__setattr__(self, "name", getattr(self.fn, "__name__", repr(self.fn)))
+
+    def __call__(self, x: Array, q: Array) -> Array:
+        if self.params is None:
+            return self.fn(x, q)
+        return self.fn(x, q, self.params)
+
+
+def as_kinematics(kinematics: Any, n_q: int | None = None, params: Any = None) -> Kinematics:
+    """Return `kinematics` as a `Kinematics`, wrapping a plain callable (which needs `n_q`)."""
+    if isinstance(kinematics, Kinematics):
+        if n_q is not None and n_q != kinematics.n_q:
+            raise ValueError(
+                f"n_q={n_q} contradicts {type(kinematics).__name__}.n_q={kinematics.n_q}"
+            )
+        if params is not None:
+            raise ValueError("params is only for plain-function kinematics")
+        return kinematics
+    if not callable(kinematics):
+        raise TypeError(
+            f"kinematics must be a softrigid.kinematics family or a callable f(x, q), "
+            f"got {type(kinematics).__name__}"
+        )
+    if n_q is None:
+        raise ValueError(
+            f"kinematics function {getattr(kinematics, '__name__', kinematics)!r} needs n_q= "
+            "(its number of coordinates)"
+        )
+    return FunctionKinematics(kinematics, n_q, params)
+
+
+def check_map(kin: Kinematics, dtype: Any = float) -> None:
+    """Trace `kin` once on abstract inputs and check it returns a `(3,)` array."""
+    name = getattr(kin, "name", "") or type(kin).__name__
+    x = jax.ShapeDtypeStruct((3,), jnp.dtype(dtype))
+    q = jax.ShapeDtypeStruct((kin.n_q,), jnp.dtype(dtype))
+    out = jax.eval_shape(kin, x, q)
+    shape = getattr(out, "shape", None)
+    if shape != (3,):
+        raise ValueError(
+            f"kinematics {name!r} must return a (3,) position for x (3,) and q ({kin.n_q},); "
+            f"it returned {shape if shape is not None else type(out).__name__}"
+        )

@@ -1,0 +1,73 @@
+"""Planar constant curvature (one coordinate: the total bending angle)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax import Array
+
+from .._math import coef_a, coef_b
+from .._module import module, static
+from ._base import Kinematics
+
+__all__ = ["PlanarConstantCurvature"]
+
+
+@module
+class PlanarConstantCurvature(Kinematics):
+    """Planar constant-curvature segment of rest length `L`, bending in the `x1–x3` plane.
+
+    Coordinate `q` (`n_q = 1`): the total bending angle; the section at `x3` is rotated by
+    `θ = q x3 / L` about `−x2` (it sends `e1` to `(cos θ, 0, sin θ)`), so a positive `q` bends
+    the axis towards `−x1`:
+
+        f(x, q) = ( L (cos θ − 1)/q + x1 cos θ,  x2,  (L + q x1) sin θ / q )
+
+    evaluated in the safe form `( −x3 θ B(θ²) + x1 cos θ, x2, x3 A(θ²) + x1 sin θ )` with
+    `A = sin θ/θ`, `B = (1 − cos θ)/θ²` (`bodies.md`), exact with finite derivatives of every
+    order at `q = 0`, where `f(x, 0) = x`. Valid for every `q`; the material stays injective
+    while `|q| R / L < 1` (the inner fibre does not fold), which is the physical range.
+    The distal frame (pivot `(0, 0, L)`) is rotated by `q` about `−x2`:
+    `R = [[cos q, 0, −sin q], [0, 1, 0], [sin q, 0, cos q]]`. With `L = 1` this is the
+    toy body of the seed (eq. 3).
+    """
+
+    length: Array
+    n_q: int = static(default=1, init=False)
+
+    def __post_init__(self) -> None:
+        length = jnp.asarray(self.length, dtype=float)
+        if length.shape != ():
+            raise ValueError(f"PlanarConstantCurvature: length must be a scalar, got {length.shape}")
+        try:
+            value = float(length)
+        except Exception:  # traced length: checked where concrete
+            value = 1.0
+        if not value > 0 or not jnp.isfinite(value):
+            raise ValueError(f"PlanarConstantCurvature: length must be finite and positive, got {value}")
+        object.__setattr__(self, "length", length)
+
+    def _section_frame(self, x3: Array, q: Array) -> tuple[Array, Array, Array, Array]:
+        theta = q[0] * x3 / self.length
+        t = theta * theta
+        return x3 * coef_a(t), -x3 * theta * coef_b(t), jnp.cos(theta), jnp.sin(theta)
+
+    def __call__(self, x: Array, q: Array) -> Array:
+        sa, sb, c, s = self._section_frame(x[2], q)
+        return jnp.stack([sb + x[0] * c, x[1], sa + x[0] * s])
+
+    def map_points(self, points: Array, q: Array, n_axial: int | None = None) -> Array:
+        if n_axial is None:
+            return super().map_points(points, q)
+        rows = points.reshape(n_axial, -1, 3)
+        sa, sb, c, s = self._section_frame(rows[:, 0, 2], q)  # backbone once per axial row
+        x1, x2 = rows[..., 0], rows[..., 1]
+        out = jnp.stack([sb[:, None] + x1 * c[:, None], x2, sa[:, None] + x1 * s[:, None]], -1)
+        return out.reshape(points.shape)
+
+    def distal_pose(self, q: Array) -> tuple[Array, Array]:
+        sa, sb, c, s = self._section_frame(self.length, q)
+        zero, one = jnp.zeros_like(c), jnp.ones_like(c)
+        rot = jnp.stack(
+            [jnp.stack([c, zero, -s]), jnp.stack([zero, one, zero]), jnp.stack([s, zero, c])]
+        )
+        return rot, jnp.stack([sb, zero, sa])

@@ -1,0 +1,245 @@
+"""Quadrature rules over reference volumes, in material coordinates.
+
+Conventions (`bodies.md`): the body axis is `x3 ∈ [0, L]`, `(x1, x2)` are cross-section
+coordinates centred on the axis, the proximal face is `x3 = 0` and the distal pivot is `(0, 0, L)`.
+A rule integrates `∫_V g(x) dV ≈ Σ_k w_k g(x_k)`; its weights are volume weights (`Σ w_k = V`),
+the density multiplies them in the body.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from .._module import module, static
+
+__all__ = ["QuadratureRule", "segment", "box", "cylinder", "tube"]
+
+
+@module
+class QuadratureRule:
+    """Points and volume weights of a quadrature rule over a reference volume.
+
+    Attributes:
+        points: `(K, 3)` material coordinates of the nodes.
+        weights: `(K,)` volume weights, `Σ w_k = volume`.
+        pivot: `(3,)` default distal pivot (centre of the distal face), or `None`.
+        contact_a, contact_b: `(3,)` default points of the distal contact area with
+            `(a − pivot) ⟂ (b − pivot)`, or `None`.
+        density: `(K,)` density at the nodes when the volume carries one (meshes), else `None`.
+        n_axial: when not `None`, the points are ordered axial-major in `n_axial` rows of equal
+            size that share the same `x3` (tensor-product rules); families with a backbone may use
+            it to evaluate the backbone once per row.
+    """
+
+    points: Array
+    weights: Array
+    pivot: Array | None = None
+    contact_a: Array | None = None
+    contact_b: Array | None = None
+    density: Array | None = None
+    n_axial: int | None = static(default=None)
+
+    def __post_init__(self) -> None:
+        points = jnp.asarray(self.points, dtype=float)
+        weights = jnp.asarray(self.weights, dtype=float)
+        if points.ndim != 2 or points.shape[1] != 3:
+            raise ValueError(f"QuadratureRule: points must have shape (K, 3), got {points.shape}")
+        if weights.shape != (points.shape[0],):
+            raise ValueError(
+                f"QuadratureRule: weights must have shape ({points.shape[0]},), got {weights.shape}"
+            )
+        if self.n_axial is not None and points.shape[0] % self.n_axial:
+            raise ValueError(
+                f"QuadratureRule: n_axial={self.n_axial} does not divide the {points.shape[0]} points"
+            )
+        object.__setattr__(self, "points", points)
+        object.__setattr__(self, "weights", weights)
+        for name in ("pivot", "contact_a", "contact_b"):
+            value = getattr(self, name)
+            if value is not None:
+                value = jnp.asarray(value, dtype=float)
+                if value.shape != (3,):
+                    raise ValueError(f"QuadratureRule: {name} must have shape (3,), got {value.shape}")
+                object.__setattr__(self, name, value)
+        if self.density is not None:
+            density = jnp.asarray(self.density, dtype=float)
+            if density.shape != weights.shape:
+                raise ValueError(
+                    f"QuadratureRule: density must have shape {weights.shape}, got {density.shape}"
+                )
+            object.__setattr__(self, "density", density)
+
+    @property
+    def n_points(self) -> int:
+        """Number of quadrature nodes `K`."""
+        return self.points.shape[0]
+
+    @property
+    def volume(self) -> Array:
+        """`Σ w_k`, the volume (or length, for a segment rule)."""
+        return jnp.sum(self.weights)
+
+
+def _check_order(name: str, value: int, minimum: int = 1) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_positive(name: str, value: object) -> Array:
+    arr = jnp.asarray(value, dtype=float)
+    if arr.shape != ():
+        raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
+    try:
+        concrete = float(arr)
+    except Exception:  # a tracer: the value is checked where it is concrete
+        return arr
+    if not np.isfinite(concrete) or concrete <= 0:
+        raise ValueError(f"{name} must be finite and positive, got {concrete}")
+    return arr
+
+
+def _gauss(order: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Legendre nodes and weights on [0, 1] (exact for degree 2·order − 1)."""
+    x, w = np.polynomial.legendre.leggauss(order)
+    return 0.5 * (x + 1.0), 0.5 * w
+
+
+def _axial_product(z: Array, wz: Array, section: Array, ws: Array) -> tuple[Array, Array]:
+    """Tensor product, axial-major: rows of equal `x3`."""
+    na, ns = z.shape[0], section.shape[0]
+    pts = jnp.concatenate(
+        [jnp.broadcast_to(section[None], (na, ns, 2)), jnp.broadcast_to(z[:, None, None], (na, ns, 1))],
+        axis=-1,
+    ).reshape(na * ns, 3)
+    return pts, (wz[:, None] * ws[None, :]).reshape(na * ns)
+
+
+def segment(length: float, order: int = 4) -> QuadratureRule:
+    """Gauss–Legendre rule on the axis `x3 ∈ [0, length]` (`x1 = x2 = 0`); weights sum to the
+    length, so a body on it takes a density per unit length. Exact for polynomials in `x3` of
+    degree `2·order − 1`."""
+    order = _check_order("segment: order", order)
+    length = _check_positive("segment: length", length)
+    z, wz = _gauss(order)
+    zeros = jnp.zeros(order)
+    pts = jnp.stack([zeros, zeros, length * z], axis=-1)
+    return QuadratureRule(
+        pts,
+        length * wz,
+        pivot=jnp.stack([0.0, 0.0, length]),
+        contact_a=jnp.stack([length, 0.0, length]),
+        contact_b=jnp.stack([0.0, length, length]),
+        n_axial=order,
+    )
+
+
+def box(size: tuple[float, float, float], order: int | tuple[int, int, int] = 3) -> QuadratureRule:
+    """Gauss–Legendre product rule on `[−a/2, a/2] × [−b/2, b/2] × [0, L]`, `size = (a, b, L)`.
+
+    `order` is the number of nodes per direction (an int or one per direction); the rule is
+    exact for polynomials of degree `2·order − 1` in each direction.
+    """
+    if len(size) != 3:
+        raise ValueError(f"box: size must be (a, b, L), got {size!r}")
+    a, b, length = (_check_positive(f"box: size[{i}]", s) for i, s in enumerate(size))
+    orders = (order,) * 3 if isinstance(order, (int, np.integer)) else tuple(order)
+    if len(orders) != 3:
+        raise ValueError(f"box: order must be an int or three ints, got {order!r}")
+    n1, n2, n3 = (_check_order(f"box: order[{i}]", o) for i, o in enumerate(orders))
+    x1, w1 = _gauss(n1)
+    x2, w2 = _gauss(n2)
+    z, wz = _gauss(n3)
+    sx = a * (jnp.asarray(x1) - 0.5)
+    sy = b * (jnp.asarray(x2) - 0.5)
+    section = jnp.stack(jnp.meshgrid(sx, sy, indexing="ij"), -1).reshape(-1, 2)
+    ws = (a * b) * jnp.outer(w1, w2).reshape(-1)
+    pts, w = _axial_product(length * jnp.asarray(z), length * jnp.asarray(wz), section, ws)
+    half = 0.5 * jnp.minimum(a, b)
+    return QuadratureRule(
+        pts,
+        w,
+        pivot=jnp.stack([0.0, 0.0, length]),
+        contact_a=jnp.stack([half, 0.0, length]),
+        contact_b=jnp.stack([0.0, half, length]),
+        n_axial=n3,
+    )
+
+
+def _annulus(
+    inner: Array, outer: Array, length: Array, n_axial: int, n_radial: int, n_angular: int
+) -> QuadratureRule:
+    r, wr = _gauss(n_radial)
+    rad = inner + (outer - inner) * jnp.asarray(r)
+    wrad = (outer - inner) * jnp.asarray(wr) * rad  # radial weight r
+    ang = 2.0 * np.pi * np.arange(n_angular) / n_angular
+    wang = 2.0 * np.pi / n_angular  # uniform periodic rule: exact for trig degree < n_angular
+    section = jnp.stack(
+        [
+            (rad[:, None] * np.cos(ang)[None, :]).reshape(-1),
+            (rad[:, None] * np.sin(ang)[None, :]).reshape(-1),
+        ],
+        -1,
+    )
+    ws = jnp.repeat(wrad * wang, n_angular)
+    z, wz = _gauss(n_axial)
+    pts, w = _axial_product(length * jnp.asarray(z), length * jnp.asarray(wz), section, ws)
+    return QuadratureRule(
+        pts,
+        w,
+        pivot=jnp.stack([0.0, 0.0, length]),
+        contact_a=jnp.stack([outer, 0.0, length]),
+        contact_b=jnp.stack([0.0, outer, length]),
+        n_axial=n_axial,
+    )
+
+
+def cylinder(
+    radius: float,
+    length: float,
+    n_axial: int = 4,
+    n_radial: int = 2,
+    n_angular: int | None = None,
+) -> QuadratureRule:
+    """Solid cylinder `x1² + x2² ≤ radius²`, `x3 ∈ [0, length]`.
+
+    Gauss–Legendre in `x3` (`n_axial` nodes) and in `r ∈ [0, radius]` with the weight `r`
+    (`n_radial` nodes), and a uniform periodic rule in the angle (`n_angular` nodes, default
+    `2·n_radial + 1`). A polynomial of degree `d` in `(x1, x2)` is integrated exactly when
+    `n_angular > d` and `2·n_radial − 1 ≥ d + 1`; in `x3` up to degree `2·n_axial − 1`.
+    """
+    n_axial = _check_order("cylinder: n_axial", n_axial)
+    n_radial = _check_order("cylinder: n_radial", n_radial)
+    n_angular = _check_order("cylinder: n_angular", 2 * n_radial + 1 if n_angular is None else n_angular)
+    radius = _check_positive("cylinder: radius", radius)
+    length = _check_positive("cylinder: length", length)
+    return _annulus(jnp.zeros(()), radius, length, n_axial, n_radial, n_angular)
+
+
+def tube(
+    inner_radius: float,
+    outer_radius: float,
+    length: float,
+    n_axial: int = 4,
+    n_radial: int = 2,
+    n_angular: int | None = None,
+) -> QuadratureRule:
+    """Hollow cylinder `inner_radius² ≤ x1² + x2² ≤ outer_radius²`, `x3 ∈ [0, length]`; the
+    same product rule as `cylinder` with `r ∈ [inner_radius, outer_radius]`."""
+    n_axial = _check_order("tube: n_axial", n_axial)
+    n_radial = _check_order("tube: n_radial", n_radial)
+    n_angular = _check_order("tube: n_angular", 2 * n_radial + 1 if n_angular is None else n_angular)
+    inner = _check_positive("tube: inner_radius", inner_radius)
+    outer = _check_positive("tube: outer_radius", outer_radius)
+    length = _check_positive("tube: length", length)
+    try:
+        ordered = float(inner) < float(outer)
+    except Exception:  # traced radii: checked where concrete
+        ordered = True
+    if not ordered:
+        raise ValueError(
+            f"tube: inner_radius ({float(inner)}) must be smaller than outer_radius ({float(outer)})"
+        )
+    return _annulus(inner, outer, length, n_axial, n_radial, n_angular)

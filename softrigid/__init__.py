@@ -1,5 +1,65 @@
-"""softrigid: dynamics of serial robots made of rigid and soft bodies."""
+"""softrigid: exact, fast, differentiable dynamics of serial robots of rigid and soft bodies.
 
-from . import kinematics, quadrature
+A robot is an immutable chain of `Link(joint, body)`; bodies are `RigidBody` (inertial
+parameters) or `SoftBody` (any map `f(x, q)` over a quadrature volume). The recursion of
+Pustina, Della Santina and De Luca (model-agnostic Kane equations) gives the inverse dynamics and
+the mass matrix in one pass linear in the number of bodies.
+"""
 
-__all__ = ["kinematics", "quadrature"]
+from . import joints, kinematics, lagrangian, quadrature
+from ._bodies import Material, RigidBody, SoftBody
+from ._dynamics import (
+    damping_force,
+    dissipation,
+    elastic_energy,
+    elastic_force,
+    forward_dynamics,
+    forward_kinematics,
+    gravity_force,
+    inertial_inverse_dynamics,
+    internal_force,
+    inverse_dynamics,
+    kinetic_energy,
+    mass_inertial_inverse_dynamics,
+    mass_inverse_dynamics,
+    mass_matrix,
+    material_points,
+    potential_energy,
+    world_points,
+)
+from ._loads import PointLoad, Wrench
+from ._model import Link, Robot
+from ._simulate import Trajectory, simulate
+
+__all__ = [
+    "Link",
+    "Material",
+    "PointLoad",
+    "RigidBody",
+    "Robot",
+    "SoftBody",
+    "Trajectory",
+    "Wrench",
+    "damping_force",
+    "dissipation",
+    "elastic_energy",
+    "elastic_force",
+    "forward_dynamics",
+    "forward_kinematics",
+    "gravity_force",
+    "inertial_inverse_dynamics",
+    "internal_force",
+    "inverse_dynamics",
+    "joints",
+    "kinematics",
+    "kinetic_energy",
+    "lagrangian",
+    "mass_inertial_inverse_dynamics",
+    "mass_inverse_dynamics",
+    "mass_matrix",
+    "material_points",
+    "potential_energy",
+    "quadrature",
+    "simulate",
+    "world_points",
+]

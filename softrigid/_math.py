@@ -14,14 +14,14 @@ import jax.numpy as jnp
 from jax import Array
 
 __all__ = [
-    "skew",
-    "vee",
     "coef_a",
     "coef_b",
     "coef_c",
-    "rotation_exp",
-    "rigid_exp",
     "normalize",
+    "rigid_exp",
+    "rotation_exp",
+    "skew",
+    "vee",
 ]
 
 _THRESHOLD = 0.09

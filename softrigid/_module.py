@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import jax
 
-__all__ = ["module", "static", "is_concrete"]
+__all__ = ["is_concrete", "module", "static"]
 
 T = TypeVar("T")
 
@@ -30,7 +30,10 @@ def static(**kwargs: Any) -> Any:
 
 def module(cls: type[T]) -> type[T]:
     """Make `cls` a frozen dataclass and register it as a pytree."""
-    cls = dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
+    # A hand-written __init__ (on the class or inherited from a module base) is kept.
+    custom_init = "__init__" in cls.__dict__ or getattr(cls, "_module_custom_init", False)
+    cls = dataclasses.dataclass(frozen=True, eq=False, repr=False, init=not custom_init)(cls)
+    cls._module_custom_init = custom_init
     fields = dataclasses.fields(cls)
     data = tuple(f.name for f in fields if not f.metadata.get("static", False))
     meta = tuple(f.name for f in fields if f.metadata.get("static", False))
@@ -55,7 +58,8 @@ def module(cls: type[T]) -> type[T]:
         for f in fields:
             value = getattr(self, f.name)
             shape = getattr(value, "shape", None)
-            parts.append(f"{f.name}={'array' + str(tuple(shape)) if shape is not None else value!r}")
+            text = f"array{tuple(shape)}" if shape is not None else repr(value)
+            parts.append(f"{f.name}={text}")
         return f"{cls.__name__}({', '.join(parts)})"
 
     cls.__repr__ = __repr__  # type: ignore[assignment]

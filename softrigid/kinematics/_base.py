@@ -18,7 +18,7 @@ from jax import Array
 
 from .._module import module, static
 
-__all__ = ["Kinematics", "FunctionKinematics", "as_kinematics"]
+__all__ = ["FunctionKinematics", "Kinematics", "as_kinematics"]
 
 
 class Kinematics(abc.ABC):

@@ -37,13 +37,17 @@ class PlanarConstantCurvature(Kinematics):
     def __post_init__(self) -> None:
         length = jnp.asarray(self.length, dtype=float)
         if length.shape != ():
-            raise ValueError(f"PlanarConstantCurvature: length must be a scalar, got {length.shape}")
+            raise ValueError(
+                f"PlanarConstantCurvature: length must be a scalar, got {length.shape}"
+            )
         try:
             value = float(length)
         except Exception:  # traced length: checked where concrete
             value = 1.0
         if not value > 0 or not jnp.isfinite(value):
-            raise ValueError(f"PlanarConstantCurvature: length must be finite and positive, got {value}")
+            raise ValueError(
+                f"PlanarConstantCurvature: length must be finite and positive, got {value}"
+            )
         object.__setattr__(self, "length", length)
 
     def _section_frame(self, x3: Array, q: Array) -> tuple[Array, Array, Array, Array]:

@@ -14,7 +14,7 @@ from jax import Array
 
 from .._module import module, static
 
-__all__ = ["QuadratureRule", "segment", "box", "cylinder", "tube"]
+__all__ = ["QuadratureRule", "box", "cylinder", "segment", "tube"]
 
 
 @module
@@ -61,7 +61,9 @@ class QuadratureRule:
             if value is not None:
                 value = jnp.asarray(value, dtype=float)
                 if value.shape != (3,):
-                    raise ValueError(f"QuadratureRule: {name} must have shape (3,), got {value.shape}")
+                    raise ValueError(
+                        f"QuadratureRule: {name} must have shape (3,), got {value.shape}"
+                    )
                 object.__setattr__(self, name, value)
         if self.density is not None:
             density = jnp.asarray(self.density, dtype=float)
@@ -111,7 +113,10 @@ def _axial_product(z: Array, wz: Array, section: Array, ws: Array) -> tuple[Arra
     """Tensor product, axial-major: rows of equal `x3`."""
     na, ns = z.shape[0], section.shape[0]
     pts = jnp.concatenate(
-        [jnp.broadcast_to(section[None], (na, ns, 2)), jnp.broadcast_to(z[:, None, None], (na, ns, 1))],
+        [
+            jnp.broadcast_to(section[None], (na, ns, 2)),
+            jnp.broadcast_to(z[:, None, None], (na, ns, 1)),
+        ],
         axis=-1,
     ).reshape(na * ns, 3)
     return pts, (wz[:, None] * ws[None, :]).reshape(na * ns)
@@ -212,7 +217,9 @@ def cylinder(
     """
     n_axial = _check_order("cylinder: n_axial", n_axial)
     n_radial = _check_order("cylinder: n_radial", n_radial)
-    n_angular = _check_order("cylinder: n_angular", 2 * n_radial + 1 if n_angular is None else n_angular)
+    n_angular = _check_order(
+        "cylinder: n_angular", 2 * n_radial + 1 if n_angular is None else n_angular
+    )
     radius = _check_positive("cylinder: radius", radius)
     length = _check_positive("cylinder: length", length)
     return _annulus(jnp.zeros(()), radius, length, n_axial, n_radial, n_angular)
@@ -230,7 +237,9 @@ def tube(
     same product rule as `cylinder` with `r ∈ [inner_radius, outer_radius]`."""
     n_axial = _check_order("tube: n_axial", n_axial)
     n_radial = _check_order("tube: n_radial", n_radial)
-    n_angular = _check_order("tube: n_angular", 2 * n_radial + 1 if n_angular is None else n_angular)
+    n_angular = _check_order(
+        "tube: n_angular", 2 * n_radial + 1 if n_angular is None else n_angular
+    )
     inner = _check_positive("tube: inner_radius", inner_radius)
     outer = _check_positive("tube: outer_radius", outer_radius)
     length = _check_positive("tube: length", length)

@@ -1,0 +1,33 @@
+"""Forward-mode derivative helpers used at the position and velocity levels."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+__all__ = ["second_directional", "value_and_jacfwd"]
+
+
+def value_and_jacfwd(fn: Callable[[Array], Any], q: Array) -> tuple[Any, Any]:
+    """`(fn(q), ∂fn/∂q)` for a pytree-valued `fn`, tangent dimension last, one forward pass per
+    coordinate (vectorized)."""
+    value = fn(q)
+    n = q.shape[0]
+    if n == 0:
+        return value, jax.tree_util.tree_map(lambda v: jnp.zeros((*v.shape, 0), v.dtype), value)
+
+    def push(v: Array) -> Any:
+        return jax.jvp(fn, (q,), (v,))[1]
+
+    return value, jax.vmap(push, out_axes=-1)(jnp.eye(n, dtype=q.dtype))
+
+
+def second_directional(fn: Callable[[Array], Any], q: Array, qd: Array) -> Any:
+    """`∂²fn/∂q²[q̇, q̇]` for a pytree-valued `fn`, by a jvp of a jvp."""
+    if q.shape[0] == 0:
+        return jax.tree_util.tree_map(jnp.zeros_like, fn(q))
+    return jax.jvp(lambda x: jax.jvp(fn, (x,), (qd,))[1], (q,), (qd,))[1]

@@ -1,0 +1,393 @@
+"""Bodies: rigid (mass, centre of mass, inertia) and soft (a map `f(x, q)` over a volume).
+
+A body owns everything of the recursion that happens inside it (`algorithm.md`):
+- its distal pose `T_B(q_B)` in its proximal frame;
+- the position-level terms (`body_position`), computed once per state: for a soft body the nodes
+  `p_k = R_Bᵀ (f(x_k, q_B) − t_B)` in its distal frame `S_i` and their Jacobians
+  `J_k = ∂p_k/∂q_B`; for a rigid body its mass, first moment and inertia about the origin of
+  `S_i`;
+- the D'Alembert resultants given the motion `(ω_i, a_i, ω̇_i)` of `S_i` (`inertial_wrench`).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ._ad import second_directional, value_and_jacfwd
+from ._checks import as_placement, as_scalar
+from ._math import normalize
+from ._module import is_concrete, module, static
+from .kinematics._base import Kinematics, as_kinematics, check_map
+from .quadrature._rule import QuadratureRule
+
+__all__ = ["Body", "Material", "RigidBody", "SoftBody"]
+
+
+class Material(abc.ABC):
+    """A material law of a soft body: an elastic energy and a Rayleigh dissipation function.
+
+    Internal stresses have zero resultant on the body, so they enter the dynamics only through
+    `s = ∂U/∂q_B + ∂R/∂q̇_B` in the rows of the body coordinates (`algorithm.md`).
+    """
+
+    @abc.abstractmethod
+    def energy(self, body: SoftBody, q: Array) -> Array:
+        """Elastic energy `U(q_B)` of `body` (scalar)."""
+
+    def dissipation(self, body: SoftBody, q: Array, qd: Array) -> Array:
+        """Rayleigh function `R(q_B, q̇_B) ≥ 0`, quadratic in `q̇_B` (default: no damping)."""
+        del body, q, qd
+        return jnp.zeros(())
+
+    def validate(self, body: SoftBody) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Called when a `SoftBody` is built with this material; raise on an invalid pairing."""
+
+
+class _Wrench(NamedTuple):
+    force: Array  # F* (3,)
+    moment: Array  # T* about the origin of S_i (3,)
+    generalized: Array  # π* (n_B,)
+
+
+class RigidPosition(NamedTuple):
+    mass: Array  # m
+    moment1: Array  # m c, first moment about the origin of S_i, in S_i
+    inertia: Array  # I_O = Σ m_k (|p|² I − p pᵀ) about the origin of S_i, in S_i
+
+
+class SoftPosition(NamedTuple):
+    points: Array  # p_k (K, 3) in S_i
+    jacobian: Array  # J_k = ∂p_k/∂q_B (K, 3, n_B)
+    masses: Array  # m_k = ρ_k w_k (K,)
+
+
+def _check_inertia(inertia: Array) -> None:
+    if not is_concrete(inertia):
+        return
+    i = np.asarray(inertia)
+    if not np.all(np.isfinite(i)):
+        raise ValueError("RigidBody: inertia must be finite")
+    if not np.allclose(i, i.T, atol=1e-12 * max(1.0, np.abs(i).max())):
+        raise ValueError("RigidBody: inertia must be symmetric")
+    ev = np.linalg.eigvalsh(i)
+    tol = 1e-12 * max(1.0, ev.max())
+    if ev.min() < -tol:
+        raise ValueError(f"RigidBody: inertia must be positive semi-definite, eigenvalues {ev}")
+    if ev[0] + ev[1] < ev[2] - tol:
+        raise ValueError(
+            f"RigidBody: principal moments {ev} violate the triangle inequality "
+            "(no mass distribution has them)"
+        )
+
+
+@module
+class RigidBody:
+    """A rigid body given by its inertial parameters.
+
+    Args:
+        mass: `m > 0` [kg].
+        com: `(3,)` centre of mass in the body's proximal frame.
+        inertia: `(3, 3)` inertia tensor about the centre of mass, proximal-frame axes
+            (symmetric, positive semi-definite, principal moments satisfying the triangle
+            inequality).
+        distal: placement of the distal frame (where the next joint attaches) in the proximal
+            frame: `None` (identity), a 4×4 matrix or a `(R, t)` pair.
+    """
+
+    mass: Array
+    com: Array
+    inertia: Array
+    distal_rotation: Array
+    distal_translation: Array
+    n_q: int = static(default=0, init=False)
+
+    def __init__(self, mass: Any, com: Any, inertia: Any, distal: Any = None) -> None:
+        object.__setattr__(self, "n_q", 0)
+        object.__setattr__(self, "mass", as_scalar("RigidBody: mass", mass, positive=True))
+        com = jnp.asarray(com, dtype=float)
+        if com.shape != (3,):
+            raise ValueError(f"RigidBody: com must have shape (3,), got {com.shape}")
+        inertia = jnp.asarray(inertia, dtype=float)
+        if inertia.shape != (3, 3):
+            raise ValueError(f"RigidBody: inertia must have shape (3, 3), got {inertia.shape}")
+        _check_inertia(inertia)
+        object.__setattr__(self, "com", com)
+        object.__setattr__(self, "inertia", inertia)
+        rot, trans = as_placement("RigidBody: distal", distal)
+        object.__setattr__(self, "distal_rotation", rot)
+        object.__setattr__(self, "distal_translation", trans)
+
+    @classmethod
+    def from_volume(
+        cls, volume: QuadratureRule, density: Any = None, distal: Any = None
+    ) -> RigidBody:
+        """The rigid body occupying `volume` with `density` (scalar or per node; `None` takes
+        the volume's own). `distal` defaults to the translation to the volume's pivot (the
+        centre of its distal face), or the identity when the volume has none."""
+        if not isinstance(volume, QuadratureRule):
+            raise TypeError(
+                f"RigidBody.from_volume: volume must be a QuadratureRule, got {type(volume).__name__}"
+            )
+        masses = volume.weights * _density("RigidBody.from_volume", density, volume)
+        mass = jnp.sum(masses)
+        com = masses @ volume.points / mass
+        r = volume.points - com
+        inertia = jnp.einsum(
+            "k,kij->ij",
+            masses,
+            jnp.sum(r * r, -1)[:, None, None] * jnp.eye(3) - r[:, :, None] * r[:, None, :],
+        )
+        if distal is None and volume.pivot is not None:
+            distal = (jnp.eye(3), volume.pivot)
+        return cls(mass, com, inertia, distal)
+
+    def distal_pose(self, q: Array) -> tuple[Array, Array]:
+        del q
+        return self.distal_rotation, self.distal_translation
+
+    def body_position(self, q: Array) -> RigidPosition:
+        # Inertial parameters in S_i: c_i = R_dᵀ (c − t_d), I_O = R_dᵀ I_c R_d + m (|c_i|² I − c_i c_iᵀ)
+        rot, trans = self.distal_rotation, self.distal_translation
+        c = rot.T @ (self.com - trans)
+        inertia = rot.T @ self.inertia @ rot + self.mass * (
+            jnp.dot(c, c) * jnp.eye(3) - jnp.outer(c, c)
+        )
+        return RigidPosition(self.mass, self.mass * c, inertia)
+
+    def body_bias(self, q: Array, qd: Array) -> Array:
+        del q, qd
+        return jnp.zeros(0)
+
+    def inertial_wrench(
+        self, pos: RigidPosition, bias: Array, qd: Array, qdd: Array, w: Array, a: Array, dw: Array
+    ) -> _Wrench:
+        del bias, qd, qdd
+        s = pos.moment1
+        # F* = −(m a + ω̇ × s + ω × (ω × s)),  s = m c
+        force = -(pos.mass * a + jnp.cross(dw, s) + jnp.cross(w, jnp.cross(w, s)))
+        # T* = −(s × a + I_O ω̇ + ω × I_O ω)
+        moment = -(jnp.cross(s, a) + pos.inertia @ dw + jnp.cross(w, pos.inertia @ w))
+        return _Wrench(force, moment, jnp.zeros(0, dtype=force.dtype))
+
+    def kinetic_energy(self, pos: RigidPosition, qd: Array, v: Array, w: Array) -> Array:
+        """`T = ½ m |v|² + v · (ω × s) + ½ ωᵀ I_O ω` with `(v, ω)` the motion of `S_i`."""
+        del qd
+        return (
+            0.5 * pos.mass * jnp.dot(v, v)
+            + jnp.dot(v, jnp.cross(w, pos.moment1))
+            + 0.5 * jnp.dot(w, pos.inertia @ w)
+        )
+
+    def mass_points(self, q: Array) -> tuple[Array, Array]:
+        """The centre of mass `(1, 3)` in the proximal frame and the mass `(1,)`."""
+        del q
+        return self.com[None], self.mass[None]
+
+
+def _density(where: str, density: Any, volume: QuadratureRule) -> Array:
+    if density is None:
+        if volume.density is None:
+            raise ValueError(f"{where}: give a density (the volume carries none)")
+        density = volume.density
+    rho = jnp.asarray(density, dtype=float)
+    if rho.shape not in ((), (volume.n_points,)):
+        raise ValueError(
+            f"{where}: density must be a scalar or have shape ({volume.n_points},), got {rho.shape}"
+        )
+    if is_concrete(rho):
+        r = np.asarray(rho)
+        if not np.all(np.isfinite(r)) or np.any(r <= 0):
+            raise ValueError(
+                f"{where}: density must be finite and positive, got {r.min() if r.ndim else r}"
+            )
+    return rho
+
+
+def _frame_axes(points: Array) -> Array:
+    # n1 = (f_a − f_J)/|·|, n2 = Gram–Schmidt of (f_b − f_J), n3 = n1 × n2 (eqs. 5–7)
+    n1 = normalize(points[1] - points[0])
+    u2 = points[2] - points[0]
+    n2 = normalize(u2 - jnp.dot(u2, n1) * n1)
+    return jnp.stack([n1, n2, jnp.cross(n1, n2)], axis=1)
+
+
+@module
+class SoftBody:
+    """A deformable body: a map `f(x, q_B)` over a reference volume with a density.
+
+    Args:
+        kinematics: a `softrigid.kinematics` family, or any callable `f(x (3,), q (n_q,)) -> (3,)`
+            (then give `n_q`, and `params` if it takes `f(x, q, params)`).
+        volume: a `softrigid.quadrature.QuadratureRule` over the reference volume.
+        density: scalar or `(K,)` per node [kg/m³]; `None` takes the volume's own.
+        material: a `softrigid.Material` (elastic energy and damping), or `None`.
+        n_q, params: for plain-function kinematics.
+        pivot: material point `x_J` of the distal pivot (default: the volume's pivot).
+        contact_points: `(x_a, x_b)` two points of the distal contact area with
+            `(x_a − x_J) ⟂ (x_b − x_J)` (default: the volume's).
+
+    The distal frame `S_i`: when the family gives its distal pose exactly
+    (`Kinematics.distal_pose`), that pose; otherwise origin `f(x_J)` and axes from
+    `n1 ∝ f(x_a) − f(x_J)`, `n2 ∝ f(x_b) − f(x_J)` (made orthogonal to `n1` by Gram–Schmidt,
+    which changes nothing when the contact area does not deform), `n3 = n1 × n2`, rotated by the
+    constant reference axes so that at the reference configuration `S_i` is the proximal frame
+    translated to the pivot.
+    """
+
+    kinematics: Kinematics
+    volume: QuadratureRule
+    density: Array
+    material: Any
+    frame_points: Array | None
+    frame_axes: Array | None
+    n_q: int = static(default=0, init=False)
+
+    def __init__(
+        self,
+        kinematics: Any,
+        volume: QuadratureRule,
+        density: Any = None,
+        material: Any = None,
+        *,
+        n_q: int | None = None,
+        params: Any = None,
+        pivot: Any = None,
+        contact_points: Any = None,
+    ) -> None:
+        kin = as_kinematics(kinematics, n_q, params)
+        check_map(kin)
+        if not isinstance(volume, QuadratureRule):
+            raise TypeError(
+                f"SoftBody: volume must be a QuadratureRule, got {type(volume).__name__}"
+            )
+        object.__setattr__(self, "kinematics", kin)
+        object.__setattr__(self, "volume", volume)
+        object.__setattr__(self, "n_q", kin.n_q)
+        object.__setattr__(self, "density", _density("SoftBody", density, volume))
+        if material is not None and not isinstance(material, Material):
+            raise TypeError(
+                f"SoftBody: material must be a softrigid.Material, got {type(material).__name__}"
+            )
+        object.__setattr__(self, "material", material)
+        q_shape = jax.ShapeDtypeStruct((kin.n_q,), jnp.dtype(float))
+        exact = jax.eval_shape(kin.distal_pose, q_shape) is not None
+        if exact and (pivot is not None or contact_points is not None):
+            raise ValueError(
+                f"SoftBody: {type(kin).__name__} gives its distal pose exactly; "
+                "pivot and contact_points do not apply"
+            )
+        if exact:
+            object.__setattr__(self, "frame_points", None)
+            object.__setattr__(self, "frame_axes", None)
+        else:
+            points = self._frame_points(volume, pivot, contact_points)
+            object.__setattr__(self, "frame_points", points)
+            object.__setattr__(self, "frame_axes", _frame_axes(points))
+        if material is not None:
+            material.validate(self)
+
+    @staticmethod
+    def _frame_points(volume: QuadratureRule, pivot: Any, contact_points: Any) -> Array:
+        pivot = volume.pivot if pivot is None else pivot
+        if contact_points is None:
+            contact_points = (volume.contact_a, volume.contact_b)
+        if pivot is None or contact_points[0] is None or contact_points[1] is None:
+            raise ValueError(
+                "SoftBody: this volume defines no distal pivot/contact points; "
+                "give pivot= and contact_points=(x_a, x_b)"
+            )
+        if len(contact_points) != 2:
+            raise ValueError("SoftBody: contact_points must be a pair (x_a, x_b)")
+        pts = []
+        for name, p in (
+            ("pivot", pivot),
+            ("contact_points[0]", contact_points[0]),
+            ("contact_points[1]", contact_points[1]),
+        ):
+            arr = jnp.asarray(p, dtype=float)
+            if arr.shape != (3,):
+                raise ValueError(f"SoftBody: {name} must have shape (3,), got {arr.shape}")
+            pts.append(arr)
+        pts = jnp.stack(pts)
+        if is_concrete(pts):
+            p = np.asarray(pts)
+            da, db = p[1] - p[0], p[2] - p[0]
+            na, nb = np.linalg.norm(da), np.linalg.norm(db)
+            if na < 1e-12 or nb < 1e-12:
+                raise ValueError("SoftBody: contact points must differ from the pivot")
+            if abs(da @ db) > 1e-9 * na * nb:
+                raise ValueError(
+                    "SoftBody: contact points must be orthogonal about the pivot, "
+                    f"(x_a − x_J)·(x_b − x_J) = {da @ db:.3g} (eq. 4)"
+                )
+        return pts
+
+    @property
+    def mass_weights(self) -> Array:
+        """`m_k = ρ_k w_k` (K,), summing to the body mass."""
+        return self.density * self.volume.weights
+
+    def distal_pose(self, q: Array) -> tuple[Array, Array]:
+        """Pose `(R_B, t_B)` of the distal frame in the proximal frame (eqs. 5–7)."""
+        exact = self.kinematics.distal_pose(q)
+        if exact is not None:
+            return exact
+        images = self.kinematics.map_points(self.frame_points, q)
+        # R_B = N(q) N(0)ᵀ, t_B = f(x_J, q)
+        return _frame_axes(images) @ self.frame_axes.T, images[0]
+
+    def local_points(
+        self, q: Array, points: Array | None = None, n_axial: int | None = None
+    ) -> Array:
+        """`p = R_Bᵀ (f(x, q) − t_B)`: material points in the distal frame `S_i` (default: the
+        quadrature nodes)."""
+        if points is None:
+            points, n_axial = self.volume.points, self.volume.n_axial
+        rot, trans = self.distal_pose(q)
+        return (self.kinematics.map_points(points, q, n_axial) - trans) @ rot
+
+    def body_position(self, q: Array) -> SoftPosition:
+        points, jac = value_and_jacfwd(self.local_points, q)
+        return SoftPosition(points, jac, self.mass_weights)
+
+    def body_bias(self, q: Array, qd: Array) -> Array:
+        """`∂²p_k/∂q²[q̇, q̇]` (K, 3): the velocity part of the nodes' relative acceleration."""
+        return second_directional(self.local_points, q, qd)
+
+    def inertial_wrench(
+        self, pos: SoftPosition, bias: Array, qd: Array, qdd: Array, w: Array, a: Array, dw: Array
+    ) -> _Wrench:
+        p, jac, m = pos
+        # ṗ_k = J_k q̇,  p̈_k = J_k q̈ + ∂²p_k[q̇, q̇]
+        pd = jac @ qd
+        pdd = jac @ qdd + bias
+        # acc_k = a + ω̇ × p_k + ω × (ω × p_k) + 2 ω × ṗ_k + p̈_k
+        acc = a + jnp.cross(dw, p) + jnp.cross(w, jnp.cross(w, p)) + 2.0 * jnp.cross(w, pd) + pdd
+        macc = m[:, None] * acc
+        # F* = −Σ m_k acc_k,  T* = −Σ m_k p_k × acc_k,  π* = −Σ m_k J_kᵀ acc_k
+        return _Wrench(
+            -jnp.sum(macc, 0),
+            -jnp.sum(jnp.cross(p, macc), 0),
+            -jnp.einsum("kin,ki->n", jac, macc),
+        )
+
+    def kinetic_energy(self, pos: SoftPosition, qd: Array, v: Array, w: Array) -> Array:
+        """`T = ½ Σ m_k |v + ω × p_k + J_k q̇|²` with `(v, ω)` the motion of `S_i`."""
+        vel = v + jnp.cross(w, pos.points) + pos.jacobian @ qd
+        return 0.5 * jnp.sum(pos.masses * jnp.sum(vel * vel, -1))
+
+    def mass_points(self, q: Array) -> tuple[Array, Array]:
+        """The quadrature nodes mapped to the proximal frame, `f(x_k, q)` (K, 3), and their
+        masses `m_k` (K,)."""
+        return self.kinematics.map_points(
+            self.volume.points, q, self.volume.n_axial
+        ), self.mass_weights
+
+
+Body = RigidBody | SoftBody

@@ -1,0 +1,117 @@
+"""Plots of robots and trajectories (needs the optional `plot` extra: matplotlib).
+
+`backbones` is pure JAX and needs no plotting library; the `plot_*` functions import matplotlib
+when called and write image files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ._bodies import SoftBody
+from ._dynamics import _proximal_pose, _robot, _states, world_points
+from ._model import Robot
+from ._simulate import Trajectory
+
+__all__ = ["backbones", "plot_trajectory", "plot_snapshots"]
+
+_AXES = {"xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "softrigid.plotting needs matplotlib: pip install 'softrigid[plot]'"
+        ) from err
+    return plt
+
+
+def backbones(robot: Robot, q: Array, n: int = 16) -> list[Array]:
+    """World polylines `(n, 3)` of every body's axis at `q`.
+
+    A soft body's axis is the image of `(0, 0, x3)`, `x3 ∈ [0, L]` with `L` the third
+    coordinate of its volume's pivot; a rigid body is drawn from its proximal origin through its
+    centre of mass to its distal origin.
+    """
+    robot = _robot(robot)
+    (q,) = _states(robot, q=q)
+    lines = []
+    for i, link in enumerate(robot.links):
+        body = link.body
+        if isinstance(body, SoftBody) and body.volume.pivot is not None:
+            x3 = jnp.linspace(0.0, body.volume.pivot[2], n)
+            axis = jnp.stack([jnp.zeros(n), jnp.zeros(n), x3], -1)
+            lines.append(world_points(robot, q, i, axis))
+        else:
+            rot, trans = _proximal_pose(robot, q, i)
+            qb = robot.split(q)[i][link.joint.n_q :]
+            rb, tb = body.distal_pose(qb)
+            com = body.mass_points(qb)[0].mean(0)
+            lines.append(jnp.stack([trans, trans + rot @ com, trans + rot @ tb]))
+    return lines
+
+
+def plot_trajectory(traj: Trajectory, path: str | Path, labels: Sequence[str] | None = None) -> Path:
+    """Plot `q(t)` (one curve per coordinate) and save it to `path` (PNG, SVG, PDF…)."""
+    plt = _pyplot()
+    t, q = np.asarray(traj.t), np.asarray(traj.q)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for j in range(q.shape[1]):
+        ax.plot(t, q[:, j], label=labels[j] if labels else f"q{j + 1}")
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("q [rad, m]")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small", ncol=2)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def plot_snapshots(
+    robot: Robot,
+    traj: Trajectory,
+    path: str | Path,
+    times: Sequence[float] | None = None,
+    plane: str = "xz",
+) -> Path:
+    """Draw the robot's backbones at a few instants of `traj` projected on `plane`
+    (`"xy"`, `"xz"` or `"yz"`), darker for later times, and save to `path`."""
+    if plane not in _AXES:
+        raise ValueError(f"plane must be one of {tuple(_AXES)}, got {plane!r}")
+    plt = _pyplot()
+    a, b = _AXES[plane]
+    t = np.asarray(traj.t)
+    if times is None:
+        times = np.linspace(t[0], t[-1], 6)
+    fig, ax = plt.subplots(figsize=(5, 5))
+    cmap = plt.get_cmap("viridis")
+    for k, time in enumerate(times):
+        idx = int(np.argmin(np.abs(t - time)))
+        colour = cmap(k / max(1, len(times) - 1))
+        for j, line in enumerate(backbones(robot, traj.q[idx])):
+            line = np.asarray(line)
+            ax.plot(line[:, a], line[:, b], color=colour, lw=3 if j else 4,
+                    label=f"t = {t[idx]:.2f} s" if j == 0 else None)
+    ax.set_aspect("equal")
+    ax.set_xlabel(f"{plane[0]} [m]")
+    ax.set_ylabel(f"{plane[1]} [m]")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path

@@ -1,0 +1,136 @@
+"""Model construction and input validation: every bad input gets a message naming it."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import softrigid as sr
+from softrigid import joints, kinematics, quadrature
+
+
+@pytest.fixture(scope="module")
+def soft_body():
+    return sr.SoftBody(
+        kinematics.PlanarConstantCurvature(0.3), quadrature.cylinder(0.03, 0.3, 2, 1, 3), 1000.0
+    )
+
+
+@pytest.fixture(scope="module")
+def robot(soft_body):
+    return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), soft_body)])
+
+
+def test_coordinates_ordered_joint_then_body(robot):
+    assert robot.n_q == 2
+    assert robot.q_slices() == (slice(0, 2),)
+    chain = sr.Robot([sr.Link(joints.Free(), sr.RigidBody(1.0, jnp.zeros(3), jnp.eye(3)))] * 2)
+    assert chain.n_q == 12
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: sr.RigidBody(-1.0, jnp.zeros(3), jnp.eye(3)), "mass must be positive"),
+        (lambda: sr.RigidBody(1.0, jnp.zeros(2), jnp.eye(3)), r"com must have shape \(3,\)"),
+        (lambda: sr.RigidBody(1.0, jnp.zeros(3), jnp.diag(jnp.array([1.0, 1.0, 3.0]))), "triangle"),
+        (lambda: sr.RigidBody(1.0, jnp.zeros(3), -jnp.eye(3)), "positive semi-definite"),
+        (lambda: sr.RigidBody(1.0, jnp.zeros(3), jnp.array([[1.0, 0.1, 0], [0, 1, 0], [0, 0, 1]])), "symmetric"),
+        (lambda: sr.RigidBody(float("nan"), jnp.zeros(3), jnp.eye(3)), "mass must be finite"),
+        (lambda: joints.Revolute((0, 0, 0)), "non-zero"),
+        (lambda: joints.Prismatic((1, 0, 0), stiffness=-1.0), "stiffness must be non-negative"),
+        (lambda: joints.Fixed(origin=jnp.eye(3)), "4x4"),
+        (lambda: joints.Fixed(origin=(2 * jnp.eye(3), jnp.zeros(3))), "orthonormal"),
+        (lambda: sr.Robot([]), "at least one link"),
+        (lambda: sr.Robot([1]), "softrigid.Link"),
+        (lambda: sr.Link(joints.Fixed(), "body"), "RigidBody or SoftBody"),
+        (lambda: sr.Robot([sr.Link(joints.Fixed(), sr.RigidBody(1.0, jnp.zeros(3), jnp.eye(3)))], gravity=(0, 9.8)), "gravity"),
+        (lambda: quadrature.cylinder(-0.1, 1.0), "radius must be finite and positive"),
+        (lambda: quadrature.tube(0.2, 0.1, 1.0), "smaller than outer_radius"),
+    ],
+)
+def test_invalid_model_inputs_are_named(build, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        build()
+
+
+def test_soft_body_errors():
+    vol = quadrature.cylinder(0.1, 1.0, 2, 1, 3)
+    cc = kinematics.PlanarConstantCurvature(1.0)
+    with pytest.raises(ValueError, match="density must be finite and positive"):
+        sr.SoftBody(cc, vol, -5.0)
+    with pytest.raises(ValueError, match="give a density"):
+        sr.SoftBody(cc, vol)
+    with pytest.raises(ValueError, match=r"density must be a scalar or have shape \(6,\)"):
+        sr.SoftBody(cc, vol, jnp.ones(3))
+    with pytest.raises(ValueError, match="needs n_q="):
+        sr.SoftBody(lambda x, q: x, vol, 1.0)
+    with pytest.raises(ValueError, match=r"'bad_map' must return a \(3,\) position"):
+
+        def bad_map(x, q):
+            return x[:2] * q[0]
+
+        sr.SoftBody(bad_map, vol, 1.0, n_q=1)
+    with pytest.raises(ValueError, match="orthogonal about the pivot"):
+        sr.SoftBody(
+            lambda x, q: x * (1 + q[0]), vol, 1.0, n_q=1,
+            pivot=(0, 0, 1.0), contact_points=((0.1, 0, 1.0), (0.1, 0.1, 1.0)),
+        )
+    with pytest.raises(ValueError, match="distal pose exactly"):
+        sr.SoftBody(cc, vol, 1.0, pivot=(0, 0, 1.0))
+    with pytest.raises(TypeError, match="QuadratureRule"):
+        sr.SoftBody(cc, np.zeros((4, 3)), 1.0)
+
+
+def test_user_exception_passes_through():
+    class Boom(RuntimeError):
+        pass
+
+    def exploding(x, q):
+        raise Boom("from the user's map")
+
+    with pytest.raises(Boom, match="user's map"):
+        sr.SoftBody(exploding, quadrature.cylinder(0.1, 1.0, 2, 1, 3), 1.0, n_q=1)
+
+
+def test_state_errors(robot):
+    q = jnp.zeros(2)
+    with pytest.raises(ValueError, match=r"q must have shape \(2,\) for this robot"):
+        sr.inverse_dynamics(robot, jnp.zeros(3), q, q)
+    with pytest.raises(ValueError, match="qdd contains non-finite values"):
+        sr.inverse_dynamics(robot, q, q, jnp.array([0.0, jnp.nan]))
+    with pytest.raises(ValueError, match="use jax.vmap"):
+        sr.mass_matrix(robot, jnp.zeros((4, 2)))
+    with pytest.raises(TypeError, match="softrigid.Robot"):
+        sr.mass_matrix("robot", q)
+    with pytest.raises(ValueError, match="link 3 does not exist"):
+        sr.inverse_dynamics(robot, q, q, q, loads=sr.Wrench(3, (1.0, 0, 0)))
+    with pytest.raises(ValueError, match="frame must be one of"):
+        sr.PointLoad(0, (0, 0, 0.1), (1, 0, 0), frame="body")
+    with pytest.raises(ValueError, match="link index"):
+        sr.world_points(robot, q, 5, jnp.zeros((1, 3)))
+
+
+def test_model_is_a_pytree_with_static_structure(robot):
+    leaves, treedef = jax.tree_util.tree_flatten(robot)
+    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+    q = jnp.array([0.2, -0.4])
+    np.testing.assert_allclose(sr.mass_matrix(rebuilt, q), sr.mass_matrix(robot, q), rtol=0, atol=0)
+    # the model is immutable
+    with pytest.raises(AttributeError):
+        robot.gravity = jnp.zeros(3)
+
+
+def test_distal_frame_from_contact_points_matches_exact_pose():
+    """A plain-function planar CC map gets its distal frame from the pivot and two contact
+    points (eqs. 5–7); it must equal the family's exact pose."""
+    cc = kinematics.PlanarConstantCurvature(0.5)
+    vol = quadrature.cylinder(0.05, 0.5, 3, 2, 3)
+    plain = sr.SoftBody(lambda x, q: cc(x, q), vol, 1000.0, n_q=1)
+    exact = sr.SoftBody(cc, vol, 1000.0)
+    for qv in (0.0, 0.7, -2.0):
+        q = jnp.array([qv])
+        r1, t1 = plain.distal_pose(q)
+        r2, t2 = exact.distal_pose(q)
+        np.testing.assert_allclose(r1, r2, atol=1e-14)
+        np.testing.assert_allclose(t1, t2, atol=1e-14)

@@ -1,0 +1,60 @@
+"""The fixed-step integrators: convergence order and energy behaviour on a pendulum."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import softrigid as sr
+from softrigid import joints
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    # point-like bob (tiny inertia) of 1 kg at 0.5 m on a revolute joint about y, gravity −z
+    bob = sr.RigidBody(1.0, (0.0, 0.0, -0.5), 1e-6 * jnp.eye(3))
+    return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), bob)], gravity=(0, 0, -9.81))
+
+
+def _reference(theta0, t_final):
+    inertia = 0.25 + 1e-6
+    def f(t, y):
+        return [y[1], -9.81 * 0.5 * np.sin(y[0]) / inertia]
+    sol = solve_ivp(f, (0, t_final), [theta0, 0.0], rtol=1e-12, atol=1e-12)
+    return sol.y[0, -1]
+
+
+def test_rk4_is_fourth_order_and_euler_first(pendulum):
+    exact = _reference(1.0, 0.5)
+    q0, qd0 = jnp.array([1.0]), jnp.array([0.0])
+    errors = {}
+    for method in ("rk4", "semi_implicit_euler"):
+        errs = []
+        for dt in (0.02, 0.01):
+            traj = sr.simulate(pendulum, q0, qd0, 0.5, dt, method=method)
+            errs.append(abs(float(traj.q[-1, 0]) - exact))
+        errors[method] = errs[0] / errs[1]
+    assert 14.0 < errors["rk4"] < 18.0
+    assert 1.6 < errors["semi_implicit_euler"] < 2.4
+
+
+def test_trajectory_layout_and_control(pendulum):
+    # A constant torque equal to the static gravity load at 0.3 rad holds the pendulum there.
+    q_hold = jnp.array([0.3])
+    tau = sr.gravity_force(pendulum, q_hold)
+    traj = sr.simulate(pendulum, q_hold, jnp.zeros(1), 0.2, 0.01, control=lambda t, q, qd: tau)
+    assert traj.t.shape == (21,) and traj.q.shape == (21, 1) and traj.qd.shape == (21, 1)
+    np.testing.assert_allclose(traj.t[-1], 0.2, rtol=1e-12)
+    np.testing.assert_allclose(traj.q[:, 0], 0.3, atol=1e-12)
+
+
+def test_simulate_errors(pendulum):
+    z = jnp.zeros(1)
+    with pytest.raises(ValueError, match="method must be one of"):
+        sr.simulate(pendulum, z, z, 1.0, 0.1, method="euler")
+    with pytest.raises(ValueError, match="dt must be a finite positive number"):
+        sr.simulate(pendulum, z, z, 1.0, 0.0)
+    with pytest.raises(ValueError, match="q0 contains non-finite"):
+        sr.simulate(pendulum, jnp.array([jnp.nan]), z, 1.0, 0.1)
+    with pytest.raises(ValueError, match="became non-finite"):
+        sr.simulate(pendulum, z, z, 0.05, 0.01, control=lambda t, q, qd: jnp.where(t > 0.02, jnp.inf, 0.0) * jnp.ones(1))

@@ -62,7 +62,9 @@ def main(out: Path) -> None:
     labels = ["base angle", "segment 1 bend", "segment 2 bend", "segment 3 bend"]
     plot_trajectory(traj, out / "q_of_t.png", labels)
     plot_snapshots(robot, traj, out / "snapshots.png", times=[0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
-    print(f"simulated {float(traj.t[-1]):.2f} s in {elapsed:.2f} s wall (RK4, dt = 1 ms, incl. compile)")
+    print(
+        f"simulated {float(traj.t[-1]):.2f} s in {elapsed:.2f} s wall (RK4, dt = 1 ms, incl. compile)"
+    )
     print(f"energy: {float(e0):.4f} J -> {float(e1):.4f} J (the base damper dissipates)")
     print(f"plots written to {out.resolve()}")
 

@@ -21,7 +21,7 @@ from jax import Array
 
 from ._ad import second_directional, value_and_jacfwd
 from ._checks import as_placement, as_scalar
-from ._math import normalize
+from ._math import contract, normalize, rmatvec, vee
 from ._module import is_concrete, module, static
 from .kinematics._base import Kinematics, as_kinematics, check_map
 from .quadrature._rule import QuadratureRule
@@ -62,9 +62,23 @@ class RigidPosition(NamedTuple):
 
 
 class SoftPosition(NamedTuple):
+    """Position-level terms of a soft body. With `u_k = (p_k, J_k e_1, …, J_k e_n)` (3 + 3n):"""
+
     points: Array  # p_k (K, 3) in S_i
     jacobian: Array  # J_k = ∂p_k/∂q_B (K, 3, n_B)
     masses: Array  # m_k = ρ_k w_k (K,)
+    mass: Array  # m = Σ m_k
+    first: Array  # Σ m_k u_k (3 + 3n,): s = Σ m p, then Σ m J_j
+    second: (
+        Array  # Σ m_k u_k u_kᵀ (3 + 3n, 3 + 3n): Σ m p pᵀ, Q_j = Σ m J_j pᵀ, B_jl = Σ m J_j J_lᵀ
+    )
+
+
+class SoftBias(NamedTuple):
+    """Velocity-level terms of a soft body, from `h_k = ∂²p_k/∂q²[q̇, q̇]`."""
+
+    first: Array  # Σ m_k h_k (3,)
+    second: Array  # Σ m_k h_k u_kᵀ (3, 3 + 3n)
 
 
 def _check_inertia(inertia: Array) -> None:
@@ -160,9 +174,12 @@ class RigidBody:
         )
         return RigidPosition(self.mass, self.mass * c, inertia)
 
-    def body_bias(self, q: Array, qd: Array) -> Array:
-        del q, qd
-        return jnp.zeros(0)
+    def body_bias(self, pos: RigidPosition, q: Array, qd: Array) -> Array:
+        del pos, qd
+        return jnp.zeros(0, q.dtype)
+
+    def zero_bias(self, dtype: Any) -> Array:
+        return jnp.zeros(0, dtype)
 
     def inertial_wrench(
         self, pos: RigidPosition, bias: Array, qd: Array, qdd: Array, w: Array, a: Array, dw: Array
@@ -350,36 +367,90 @@ class SoftBody:
         if points is None:
             points, n_axial = self.volume.points, self.volume.n_axial
         rot, trans = self.distal_pose(q)
-        return (self.kinematics.map_points(points, q, n_axial) - trans) @ rot
+        return rmatvec(rot, self.kinematics.map_points(points, q, n_axial) - trans)
 
     def body_position(self, q: Array) -> SoftPosition:
+        """Nodes `p_k`, Jacobians `J_k` and their mass moments (computed once per `q`)."""
         points, jac = value_and_jacfwd(self.local_points, q)
-        return SoftPosition(points, jac, self.mass_weights)
+        m = self.mass_weights
+        u = _stack_u(points, jac)
+        return SoftPosition(points, jac, m, jnp.sum(m), m @ u, (u * m[:, None]).T @ u)
 
-    def body_bias(self, q: Array, qd: Array) -> Array:
-        """`∂²p_k/∂q²[q̇, q̇]` (K, 3): the velocity part of the nodes' relative acceleration."""
-        return second_directional(self.local_points, q, qd)
+    def body_bias(self, pos: SoftPosition, q: Array, qd: Array) -> SoftBias:
+        """Moments of `h_k = ∂²p_k/∂q²[q̇, q̇]`, the velocity part of the nodes' relative
+        acceleration (computed once per `(q, q̇)`)."""
+        h = second_directional(self.local_points, q, qd)
+        mh = h * pos.masses[:, None]
+        return SoftBias(jnp.sum(mh, 0), mh.T @ _stack_u(pos.points, pos.jacobian))
+
+    def zero_bias(self, dtype: Any) -> SoftBias:
+        """The velocity-level terms at `q̇ = 0`."""
+        size = 3 + 3 * self.n_q
+        return SoftBias(jnp.zeros(3, dtype), jnp.zeros((3, size), dtype))
 
     def inertial_wrench(
-        self, pos: SoftPosition, bias: Array, qd: Array, qdd: Array, w: Array, a: Array, dw: Array
+        self,
+        pos: SoftPosition,
+        bias: SoftBias,
+        qd: Array,
+        qdd: Array,
+        w: Array,
+        a: Array,
+        dw: Array,
     ) -> _Wrench:
-        p, jac, m = pos
-        # ṗ_k = J_k q̇,  p̈_k = J_k q̈ + ∂²p_k[q̇, q̇]
-        pd = jac @ qd
-        pdd = jac @ qdd + bias
-        # acc_k = a + ω̇ × p_k + ω × (ω × p_k) + 2 ω × ṗ_k + p̈_k
-        acc = a + jnp.cross(dw, p) + jnp.cross(w, jnp.cross(w, p)) + 2.0 * jnp.cross(w, pd) + pdd
-        macc = m[:, None] * acc
-        # F* = −Σ m_k acc_k,  T* = −Σ m_k p_k × acc_k,  π* = −Σ m_k J_kᵀ acc_k
-        return _Wrench(
-            -jnp.sum(macc, 0),
-            -jnp.sum(jnp.cross(p, macc), 0),
-            -jnp.einsum("kin,ki->n", jac, macc),
+        """D'Alembert resultants from the mass moments (no per-node work):
+
+        F* = −Σ m_k acc_k,  T* = −Σ m_k p_k × acc_k,  π*_j = −Σ m_k J_kjᵀ acc_k,
+        acc_k = a + ω̇ × p_k + ω × (ω × p_k) + 2 ω × J_k q̇ + J_k q̈ + h_k.
+        """
+        n = self.n_q
+        s, sj = pos.first[:3], pos.first[3:].reshape(n, 3)  # s = Σ m p, sj[j] = Σ m J_j
+        p2 = pos.second[:3, :3]  # Σ m p pᵀ
+        q_mom = pos.second[3:, :3].reshape(n, 3, 3)  # Q_j = Σ m J_j pᵀ
+        b_mom = pos.second[3:, 3:].reshape(n, 3, n, 3).transpose(0, 2, 1, 3)  # B_jl = Σ m J_j J_lᵀ
+        hp = bias.second[:, :3]  # Σ m h pᵀ
+        hj = bias.second[:, 3:].reshape(3, n, 3)  # [:, j, :] = Σ m h J_jᵀ
+        inertia = jnp.trace(p2) * jnp.eye(3, dtype=p2.dtype) - p2  # I_O
+        vj = qd @ sj  # Σ m J q̇
+        aj = qdd @ sj  # Σ m J q̈
+        c_mom = jnp.tensordot(qd, q_mom, 1)  # C = Σ m (J q̇) pᵀ
+        d_mom = jnp.tensordot(qdd, q_mom, 1)  # D = Σ m (J q̈) pᵀ
+        # F* = −(m a + ω̇ × s + ω × (ω × s) + 2 ω × Σ m J q̇ + Σ m J q̈ + Σ m h)
+        force = -(
+            pos.mass * a
+            + jnp.cross(dw, s)
+            + jnp.cross(w, jnp.cross(w, s))
+            + 2.0 * jnp.cross(w, vj)
+            + aj
+            + bias.first
         )
+        # T* = −(s × a + I_O ω̇ + ω × I_O ω + 2 (ω tr C − C ω) + Σ m p × J q̈ + Σ m p × h),
+        # with Σ m p × u = vee(U − Uᵀ) for U = Σ m u pᵀ
+        moment = -(
+            jnp.cross(s, a)
+            + inertia @ dw
+            + jnp.cross(w, inertia @ w)
+            + 2.0 * (w * jnp.trace(c_mom) - c_mom @ w)
+            + _vee2(d_mom)
+            + _vee2(hp)
+        )
+        # π*_j = −(Σ m J_j · a + ω̇ · Σ m p × J_j + ωᵀ Q_j ω − |ω|² tr Q_j
+        #         + 2 Σ_l q̇_l ω · Σ m J_l × J_j + Σ_l tr(B_jl) q̈_l + Σ m J_j · h)
+        b_skew = _vee2(b_mom)  # Σ m J_l × J_j = vee(B_jl − B_jlᵀ), shape (n, n, 3)
+        gen = -(
+            sj @ a
+            + _vee2(q_mom) @ dw
+            + jnp.einsum("a,jab,b->j", w, q_mom, w)
+            - jnp.dot(w, w) * jnp.trace(q_mom, axis1=1, axis2=2)
+            + 2.0 * jnp.einsum("l,jla,a->j", qd, b_skew, w)
+            + jnp.trace(b_mom, axis1=2, axis2=3) @ qdd
+            + jnp.trace(hj, axis1=0, axis2=2)
+        )
+        return _Wrench(force, moment, gen)
 
     def kinetic_energy(self, pos: SoftPosition, qd: Array, v: Array, w: Array) -> Array:
         """`T = ½ Σ m_k |v + ω × p_k + J_k q̇|²` with `(v, ω)` the motion of `S_i`."""
-        vel = v + jnp.cross(w, pos.points) + pos.jacobian @ qd
+        vel = v + jnp.cross(w, pos.points) + contract(pos.jacobian, qd)
         return 0.5 * jnp.sum(pos.masses * jnp.sum(vel * vel, -1))
 
     def mass_points(self, q: Array) -> tuple[Array, Array]:
@@ -391,3 +462,14 @@ class SoftBody:
 
 
 Body = RigidBody | SoftBody
+
+
+def _stack_u(points: Array, jac: Array) -> Array:
+    """`u_k = (p_k, J_k e_1, …, J_k e_n)` as rows `(K, 3 + 3n)`."""
+    k = points.shape[0]
+    return jnp.concatenate([points, jnp.swapaxes(jac, 1, 2).reshape(k, -1)], axis=1)
+
+
+def _vee2(m: Array) -> Array:
+    """`vee(M − Mᵀ)` over the last two axes: `Σ m p × u` for `M = Σ m u pᵀ`."""
+    return 2.0 * vee(m)

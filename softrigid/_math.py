@@ -20,6 +20,7 @@ __all__ = [
     "normalize",
     "rigid_exp",
     "rotation_exp",
+    "sinc",
     "skew",
     "vee",
 ]
@@ -59,6 +60,15 @@ def coef_b(t: Array) -> Array:
 def coef_c(t: Array) -> Array:
     """`C(t) = (θ − sin θ) / θ³` with `t = θ²`; smooth at 0."""
     return _safe(t, lambda th: (th - jnp.sin(th)) / th**3, _C_SERIES)
+
+
+def sinc(u: Array) -> Array:
+    """Unnormalized `sin(u)/u`, smooth at 0 (series below `u² < 0.09`); `jnp.sinc` is the
+    normalized one and inaccurate in its derivatives near 0."""
+    u = jnp.asarray(u)
+    small = u * u < _THRESHOLD
+    exact = jnp.sin(u) / jnp.where(small, 1.0, u)
+    return jnp.where(small, _horner(_A_SERIES, jnp.where(small, u * u, 0.0)), exact)
 
 
 def skew(w: Array) -> Array:
@@ -101,6 +111,34 @@ def rigid_exp(w: Array, v: Array) -> tuple[Array, Array]:
     rot = eye + coef_a(t) * k + b * k2
     vmat = eye + b * k + coef_c(t) * k2
     return rot, (vmat @ v[..., None])[..., 0]
+
+
+def rmatvec(m: Array, v: Array) -> Array:
+    """`mᵀ v` for a `(3, 3)` matrix `m`, batched over the leading axes of `v` `(..., 3)`.
+
+    Written as three column products: XLA fuses them, where tiny batched `dot`s and
+    broadcast-reductions are several times slower on CPU.
+    """
+    return v[..., 0, None] * m[0] + v[..., 1, None] * m[1] + v[..., 2, None] * m[2]
+
+
+def matvec(m: Array, v: Array) -> Array:
+    """`m v` for a `(3, 3)` matrix `m`, batched over the leading axes of `v` (see `rmatvec`)."""
+    return v[..., 0, None] * m[:, 0] + v[..., 1, None] * m[:, 1] + v[..., 2, None] * m[:, 2]
+
+
+def contract(a: Array, x: Array) -> Array:
+    """`Σ_j a[..., j] x[j]`: a Jacobian `(..., n)` times a coordinate vector `(n,)`, unrolled
+    for small `n` (fusible), a `dot` otherwise."""
+    n = x.shape[-1]
+    if n == 0:
+        return jnp.zeros(a.shape[:-1], a.dtype)
+    if n > 8:
+        return a @ x
+    out = a[..., 0] * x[0]
+    for j in range(1, n):
+        out = out + a[..., j] * x[j]
+    return out
 
 
 def normalize(v: Array) -> Array:

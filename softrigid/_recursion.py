@@ -125,11 +125,13 @@ class Velocity(NamedTuple):
     body_bias: tuple[Any, ...]  # per group, the bodies' ∂²p[q̇, q̇]
 
 
-def _link_bias(link: Link, q: Array, qd: Array, rot: Array) -> tuple[Array, Array, Any]:
+def _link_bias(
+    link: Link, q: Array, qd: Array, rot: Array, body_pos: Any
+) -> tuple[Array, Array, Any]:
     d2rot, d2trans = second_directional(lambda x: _link_pose(link, x), q, qd)
     nj = link.joint.n_q
     # d/dt (Ṙ Rᵀ) = R̈ Rᵀ + Ṙ Ṙᵀ, whose second term is symmetric: ω̇_rel = vee(R̈ Rᵀ)
-    return d2trans, vee(d2rot @ rot.T), link.body.body_bias(q[nj:], qd[nj:])
+    return d2trans, vee(d2rot @ rot.T), link.body.body_bias(body_pos, q[nj:], qd[nj:])
 
 
 def velocity_level(robot: Robot, pos: tuple[LinkPosition, ...], q: Array, qd: Array) -> Velocity:
@@ -140,7 +142,7 @@ def velocity_level(robot: Robot, pos: tuple[LinkPosition, ...], q: Array, qd: Ar
         # v_rel = (∂t_i/∂q_i) q̇_i,  ω_rel = G_i q̇_i
         v_rel.append(jnp.einsum("gan,gn->ga", p.jac_t, qdg))
         w_rel.append(jnp.einsum("gan,gn->ga", p.jac_w, qdg))
-        a, dw, b = jax.vmap(_link_bias)(stacked_links(robot, g), qg, qdg, p.rot)
+        a, dw, b = jax.vmap(_link_bias)(stacked_links(robot, g), qg, qdg, p.rot, p.body)
         a_bias.append(a)
         dw_bias.append(dw)
         body_bias.append(b)
@@ -153,10 +155,11 @@ def zero_velocity(robot: Robot, pos: tuple[LinkPosition, ...]) -> Velocity:
     dtype = pos[0].rot.dtype
     z = jnp.zeros((robot.n_links, 3), dtype)
     body_bias = tuple(
-        jnp.zeros((p.rot.shape[0], *p.body.points.shape[1:]), dtype)
-        if hasattr(p.body, "points")
-        else jnp.zeros((p.rot.shape[0], 0), dtype)
-        for p in pos
+        jax.tree_util.tree_map(
+            lambda x, g=g: jnp.broadcast_to(x, (g.size, *x.shape)),
+            robot.links[g.start].body.zero_bias(dtype),
+        )
+        for g in groups(robot)
     )
     return Velocity(jnp.zeros(robot.n_q, dtype), z, z, z, z, body_bias)
 

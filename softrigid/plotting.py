@@ -19,7 +19,7 @@ from ._dynamics import _proximal_pose, _robot, _states, world_points
 from ._model import Robot
 from ._simulate import Trajectory
 
-__all__ = ["backbones", "plot_trajectory", "plot_snapshots"]
+__all__ = ["backbones", "plot_snapshots", "plot_trajectory"]
 
 _AXES = {"xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
 
@@ -56,13 +56,15 @@ def backbones(robot: Robot, q: Array, n: int = 16) -> list[Array]:
         else:
             rot, trans = _proximal_pose(robot, q, i)
             qb = robot.split(q)[i][link.joint.n_q :]
-            rb, tb = body.distal_pose(qb)
+            _, tb = body.distal_pose(qb)
             com = body.mass_points(qb)[0].mean(0)
             lines.append(jnp.stack([trans, trans + rot @ com, trans + rot @ tb]))
     return lines
 
 
-def plot_trajectory(traj: Trajectory, path: str | Path, labels: Sequence[str] | None = None) -> Path:
+def plot_trajectory(
+    traj: Trajectory, path: str | Path, labels: Sequence[str] | None = None
+) -> Path:
     """Plot `q(t)` (one curve per coordinate) and save it to `path` (PNG, SVG, PDF…)."""
     plt = _pyplot()
     t, q = np.asarray(traj.t), np.asarray(traj.q)
@@ -103,8 +105,13 @@ def plot_snapshots(
         colour = cmap(k / max(1, len(times) - 1))
         for j, line in enumerate(backbones(robot, traj.q[idx])):
             line = np.asarray(line)
-            ax.plot(line[:, a], line[:, b], color=colour, lw=3 if j else 4,
-                    label=f"t = {t[idx]:.2f} s" if j == 0 else None)
+            ax.plot(
+                line[:, a],
+                line[:, b],
+                color=colour,
+                lw=3 if j else 4,
+                label=f"t = {t[idx]:.2f} s" if j == 0 else None,
+            )
     ax.set_aspect("equal")
     ax.set_xlabel(f"{plane[0]} [m]")
     ax.set_ylabel(f"{plane[1]} [m]")

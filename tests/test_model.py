@@ -35,7 +35,12 @@ def test_coordinates_ordered_joint_then_body(robot):
         (lambda: sr.RigidBody(1.0, jnp.zeros(2), jnp.eye(3)), r"com must have shape \(3,\)"),
         (lambda: sr.RigidBody(1.0, jnp.zeros(3), jnp.diag(jnp.array([1.0, 1.0, 3.0]))), "triangle"),
         (lambda: sr.RigidBody(1.0, jnp.zeros(3), -jnp.eye(3)), "positive semi-definite"),
-        (lambda: sr.RigidBody(1.0, jnp.zeros(3), jnp.array([[1.0, 0.1, 0], [0, 1, 0], [0, 0, 1]])), "symmetric"),
+        (
+            lambda: sr.RigidBody(
+                1.0, jnp.zeros(3), jnp.array([[1.0, 0.1, 0], [0, 1, 0], [0, 0, 1]])
+            ),
+            "symmetric",
+        ),
         (lambda: sr.RigidBody(float("nan"), jnp.zeros(3), jnp.eye(3)), "mass must be finite"),
         (lambda: joints.Revolute((0, 0, 0)), "non-zero"),
         (lambda: joints.Prismatic((1, 0, 0), stiffness=-1.0), "stiffness must be non-negative"),
@@ -44,7 +49,13 @@ def test_coordinates_ordered_joint_then_body(robot):
         (lambda: sr.Robot([]), "at least one link"),
         (lambda: sr.Robot([1]), "softrigid.Link"),
         (lambda: sr.Link(joints.Fixed(), "body"), "RigidBody or SoftBody"),
-        (lambda: sr.Robot([sr.Link(joints.Fixed(), sr.RigidBody(1.0, jnp.zeros(3), jnp.eye(3)))], gravity=(0, 9.8)), "gravity"),
+        (
+            lambda: sr.Robot(
+                [sr.Link(joints.Fixed(), sr.RigidBody(1.0, jnp.zeros(3), jnp.eye(3)))],
+                gravity=(0, 9.8),
+            ),
+            "gravity",
+        ),
         (lambda: quadrature.cylinder(-0.1, 1.0), "radius must be finite and positive"),
         (lambda: quadrature.tube(0.2, 0.1, 1.0), "smaller than outer_radius"),
     ],
@@ -73,8 +84,12 @@ def test_soft_body_errors():
         sr.SoftBody(bad_map, vol, 1.0, n_q=1)
     with pytest.raises(ValueError, match="orthogonal about the pivot"):
         sr.SoftBody(
-            lambda x, q: x * (1 + q[0]), vol, 1.0, n_q=1,
-            pivot=(0, 0, 1.0), contact_points=((0.1, 0, 1.0), (0.1, 0.1, 1.0)),
+            lambda x, q: x * (1 + q[0]),
+            vol,
+            1.0,
+            n_q=1,
+            pivot=(0, 0, 1.0),
+            contact_points=((0.1, 0, 1.0), (0.1, 0.1, 1.0)),
         )
     with pytest.raises(ValueError, match="distal pose exactly"):
         sr.SoftBody(cc, vol, 1.0, pivot=(0, 0, 1.0))
@@ -83,13 +98,13 @@ def test_soft_body_errors():
 
 
 def test_user_exception_passes_through():
-    class Boom(RuntimeError):
+    class BoomError(RuntimeError):
         pass
 
     def exploding(x, q):
-        raise Boom("from the user's map")
+        raise BoomError("from the user's map")
 
-    with pytest.raises(Boom, match="user's map"):
+    with pytest.raises(BoomError, match="user's map"):
         sr.SoftBody(exploding, quadrature.cylinder(0.1, 1.0, 2, 1, 3), 1.0, n_q=1)
 
 

@@ -18,8 +18,10 @@ def pendulum():
 
 def _reference(theta0, t_final):
     inertia = 0.25 + 1e-6
+
     def f(t, y):
         return [y[1], -9.81 * 0.5 * np.sin(y[0]) / inertia]
+
     sol = solve_ivp(f, (0, t_final), [theta0, 0.0], rtol=1e-12, atol=1e-12)
     return sol.y[0, -1]
 
@@ -57,4 +59,11 @@ def test_simulate_errors(pendulum):
     with pytest.raises(ValueError, match="q0 contains non-finite"):
         sr.simulate(pendulum, jnp.array([jnp.nan]), z, 1.0, 0.1)
     with pytest.raises(ValueError, match="became non-finite"):
-        sr.simulate(pendulum, z, z, 0.05, 0.01, control=lambda t, q, qd: jnp.where(t > 0.02, jnp.inf, 0.0) * jnp.ones(1))
+        sr.simulate(
+            pendulum,
+            z,
+            z,
+            0.05,
+            0.01,
+            control=lambda t, q, qd: jnp.where(t > 0.02, jnp.inf, 0.0) * jnp.ones(1),
+        )

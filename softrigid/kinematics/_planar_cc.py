@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import Array
 
-from .._math import coef_a, coef_b
+from .._math import sinc
 from .._module import module, static
 from ._base import Kinematics
 
@@ -23,8 +23,9 @@ class PlanarConstantCurvature(Kinematics):
         f(x, q) = ( L (cos θ − 1)/q + x1 cos θ,  x2,  (L + q x1) sin θ / q )
 
     evaluated in the safe form `( −x3 θ B(θ²) + x1 cos θ, x2, x3 A(θ²) + x1 sin θ )` with
-    `A = sin θ/θ`, `B = (1 − cos θ)/θ²` (`bodies.md`), exact with finite derivatives of every
-    order at `q = 0`, where `f(x, 0) = x`. Valid for every `q`; the material stays injective
+    `A = sin θ/θ`, `B = (1 − cos θ)/θ²` (`bodies.md`), written with the half angle `u = θ/2`
+    as `θ B = sinc(u) sin u`, `A = sinc(u) cos u`: exact with finite derivatives of every order
+    at `q = 0`, where `f(x, 0) = x`. Valid for every `q`; the material stays injective
     while `|q| R / L < 1` (the inner fibre does not fold), which is the physical range.
     The distal frame (pivot `(0, 0, L)`) is rotated by `q` about `−x2`:
     `R = [[cos q, 0, −sin q], [0, 1, 0], [sin q, 0, cos q]]`. With `L = 1` this is the
@@ -51,9 +52,11 @@ class PlanarConstantCurvature(Kinematics):
         object.__setattr__(self, "length", length)
 
     def _section_frame(self, x3: Array, q: Array) -> tuple[Array, Array, Array, Array]:
-        theta = q[0] * x3 / self.length
-        t = theta * theta
-        return x3 * coef_a(t), -x3 * theta * coef_b(t), jnp.cos(theta), jnp.sin(theta)
+        # Half-angle form, u = θ/2: sin θ/θ = sinc(u) cos u, (1 − cos θ)/θ = sinc(u) sin u,
+        # cos θ = 1 − 2 sin² u, sin θ = 2 sin u cos u (two transcendentals, no division by θ)
+        u = 0.5 * q[0] * x3 / self.length
+        su, cu, sc = jnp.sin(u), jnp.cos(u), sinc(u)
+        return x3 * sc * cu, -x3 * sc * su, 1.0 - 2.0 * su * su, 2.0 * su * cu
 
     def __call__(self, x: Array, q: Array) -> Array:
         sa, sb, c, s = self._section_frame(x[2], q)

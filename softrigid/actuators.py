@@ -1,0 +1,455 @@
+"""Actuators: the actuation matrix `A(q)` with `ν = A(q) u` (`forces.md`).
+
+Every actuator contributes columns to `A(q)` `(n_q, m)`, derived by virtual work from a scalar
+of the configuration, so that the actuation power is `q̇ᵀ A u` exactly:
+
+- `JointMotor`: generalized forces on the coordinates of one joint, columns of the identity.
+- `Tendon`: a cable of length `l(q)` under tension `u ≥ 0`, `A = −(∂l/∂q)ᵀ`.
+- `PressureChamber`: a cavity of volume `V_c(q)` under gauge pressure `u`, `A = ∂V_c/∂q`.
+
+`actuation_matrix(robot, actuators, q)` stacks the columns in the order of `actuators`;
+`actuation_force(robot, actuators, q, u)` is `A(q) u`, the `ν` that `inverse_dynamics` balances:
+a motion `(q, q̇, q̈)` is produced by the inputs `u` when
+`inverse_dynamics(robot, q, qd, qdd) == actuation_force(robot, actuators, q, u)`.
+`controller(robot, actuators, policy)` turns an input policy `u(t, q, q̇)` into the `control`
+argument of `softrigid.simulate`.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ._bodies import SoftBody
+from ._dynamics import _robot, _states, world_points
+from ._model import Robot
+from ._module import is_concrete, module, static
+from .materials import deformation_gradient
+from .quadrature._rule import QuadratureRule, _gauss
+
+__all__ = [
+    "Actuator",
+    "JointMotor",
+    "PressureChamber",
+    "Tendon",
+    "actuation_force",
+    "actuation_matrix",
+    "controller",
+]
+
+_INSIDE_TOL = 1e-9
+
+
+class Actuator(abc.ABC):
+    """An actuator: `n_inputs(robot)` inputs and their columns `columns(robot, q)` of `A(q)`."""
+
+    @abc.abstractmethod
+    def n_inputs(self, robot: Robot) -> int:
+        """Number of inputs `u` of this actuator on `robot`."""
+
+    @abc.abstractmethod
+    def columns(self, robot: Robot, q: Array) -> Array:
+        """Its columns `(n_q, n_inputs)` of `A(q)`."""
+
+    def check(self, robot: Robot) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Raise `ValueError`/`TypeError` when the actuator does not fit `robot`."""
+
+
+def _check_link(cls: str, robot: Robot, link: int) -> None:
+    if not isinstance(link, int) or isinstance(link, bool) or not 0 <= link < robot.n_links:
+        raise ValueError(
+            f"{cls}: link index must be an integer in [0, {robot.n_links}), got {link!r}"
+        )
+
+
+def _as_link(cls: str, link: Any) -> int:
+    if not isinstance(link, (int, np.integer)) or isinstance(link, bool) or link < 0:
+        raise ValueError(f"{cls}: link must be a non-negative integer, got {link!r}")
+    return int(link)
+
+
+def _soft_body(cls: str, robot: Robot, link: int) -> SoftBody:
+    body = robot.links[link].body
+    if not isinstance(body, SoftBody):
+        raise TypeError(f"{cls}: link {link} carries a {type(body).__name__}, not a SoftBody")
+    return body
+
+
+def _body_coordinates(robot: Robot, q: Array, link: int) -> Array:
+    return robot.split(q)[link][robot.links[link].joint.n_q :]
+
+
+def _body_rows(robot: Robot, link: int) -> slice:
+    sl = robot.q_slices()[link]
+    return slice(sl.start + robot.links[link].joint.n_q, sl.stop)
+
+
+@module
+class JointMotor(Actuator):
+    """Generalized forces on the coordinates of the joint of link `link` (torques on a
+    revolute joint, forces on a prismatic one; a `Free` joint takes 6 inputs): `A` has the
+    columns `e_j` of the identity for those coordinates.
+
+    Args:
+        link: index of the link whose joint is driven.
+    """
+
+    link: int = static()
+
+    def __init__(self, link: int) -> None:
+        object.__setattr__(self, "link", _as_link("JointMotor", link))
+
+    def n_inputs(self, robot: Robot) -> int:
+        return robot.links[self.link].joint.n_q
+
+    def columns(self, robot: Robot, q: Array) -> Array:
+        start = robot.q_slices()[self.link].start
+        nj = robot.links[self.link].joint.n_q
+        return jnp.eye(robot.n_q, dtype=q.dtype)[:, start : start + nj]
+
+    def check(self, robot: Robot) -> None:
+        _check_link("JointMotor", robot, self.link)
+        if robot.links[self.link].joint.n_q == 0:
+            raise ValueError(f"JointMotor: the joint of link {self.link} has no coordinate")
+
+
+def _span(d: Array) -> Array:
+    # |d| with the derivative 0 where d = 0 (a span that stays closed, e.g. across a fixed
+    # joint); double where, so no NaN enters the gradient
+    n2 = jnp.sum(d * d)
+    positive = n2 > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, n2, 1.0)), 0.0)
+
+
+@module
+class Tendon(Actuator):
+    """A tendon routed through consecutive soft bodies, pulled with tension `u ≥ 0`.
+
+    Inside body `i` the tendon follows a path of material points `x_t(s)`, `s ∈ [0, 1]` (entry
+    at `s = 0`, exit at `s = 1`); its length there is
+    `l_i(q) = ∫₀¹ |∂f/∂x (x_t(s), q_B) x_t'(s)| ds` by Gauss–Legendre quadrature with `order`
+    nodes. Between consecutive bodies (across the joint) it runs straight from the exit point of
+    one to the entry point of the next; with `start`, it also runs straight from that point,
+    fixed in the base frame, to its entry into the first body. It is anchored at its exit from
+    the last body. Virtual work of the tension `u` gives
+
+        ν = A(q) u,   A = −(∂l/∂q)ᵀ,   l = Σ_i l_i + Σ spans.
+
+    A tendon only pulls: `u ≥ 0` is the controller's (or the inverse statics') responsibility;
+    a negative `u` is computed as given (a push) and is not physical. A straight span of zero
+    length (exit and entry points coinciding, as across a fixed joint) has derivative 0.
+
+    Check: a tendon at signed offset `d` along `x1` in `PlanarConstantCurvature(L)` has
+    `l = L + d q` exactly, so `A = −d`: pulling bends the body toward the tendon.
+
+    Args:
+        links: indices of the consecutive links whose (soft) bodies the tendon runs through.
+        offset: `(d1, d2)` constant offset from the backbone: `x_t(s) = (d1, d2, s L_i)` with
+            `L_i` the third coordinate of body `i`'s volume pivot.
+        paths: alternatively one callable `x_t(s) -> (3,)` per body (material points).
+        start: optional `(3,)` anchor point in the base frame (e.g. the spool).
+        order: Gauss nodes per body (exact for polynomial integrands of degree `2 order − 1`;
+            the constant-curvature integrand is constant).
+
+    The path must lie inside each body (checked against the reference volume: `0 ≤ x3 ≤ L`
+    and, when the rule has a cross-section, `|x1| ≤ 2σ₁`, `|x2| ≤ 2σ₂` with `σ_a² = ∫ x_a² dV / V`,
+    the bounding box of the section's equivalent ellipse, which contains circular, annular and
+    rectangular sections exactly).
+    """
+
+    offset: Array | None
+    start: Array | None
+    links: tuple[int, ...] = static()
+    paths: tuple[Callable[[Array], Array], ...] | None = static()
+    order: int = static()
+
+    def __init__(
+        self,
+        links: int | Sequence[int],
+        offset: Any = None,
+        *,
+        paths: Sequence[Callable[[Array], Array]] | None = None,
+        start: Any = None,
+        order: int = 4,
+    ) -> None:
+        links = (links,) if isinstance(links, (int, np.integer)) else tuple(links)
+        if not links:
+            raise ValueError("Tendon: give at least one link")
+        links = tuple(_as_link("Tendon", i) for i in links)
+        if links != tuple(range(links[0], links[0] + len(links))):
+            raise ValueError(f"Tendon: links must be consecutive and increasing, got {links}")
+        object.__setattr__(self, "links", links)
+        if (offset is None) == (paths is None):
+            raise ValueError("Tendon: give exactly one of offset=(d1, d2) or paths=")
+        if offset is not None:
+            offset = jnp.asarray(offset, dtype=float)
+            if offset.shape != (2,):
+                raise ValueError(f"Tendon: offset must be (d1, d2), got shape {offset.shape}")
+            if is_concrete(offset) and not np.all(np.isfinite(np.asarray(offset))):
+                raise ValueError(f"Tendon: offset must be finite, got {np.asarray(offset)}")
+        else:
+            paths = tuple(paths)
+            if len(paths) != len(links):
+                raise ValueError(f"Tendon: give one path per link ({len(links)}), got {len(paths)}")
+            for k, p in enumerate(paths):
+                if not callable(p):
+                    raise TypeError(f"Tendon: paths[{k}] must be callable x_t(s) -> (3,)")
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "paths", paths)
+        if start is not None:
+            start = jnp.asarray(start, dtype=float)
+            if start.shape != (3,):
+                raise ValueError(f"Tendon: start must have shape (3,), got {start.shape}")
+        object.__setattr__(self, "start", start)
+        if not isinstance(order, int) or isinstance(order, bool) or order < 1:
+            raise ValueError(f"Tendon: order must be a positive integer, got {order!r}")
+        object.__setattr__(self, "order", order)
+
+    def path(self, robot: Robot, k: int) -> Callable[[Array], Array]:
+        """The material path `x_t(s)` of the `k`-th body of the route."""
+        if self.paths is not None:
+            return self.paths[k]
+        length = robot.links[self.links[k]].body.volume.pivot[2]
+        d1, d2 = self.offset[0], self.offset[1]
+
+        def offset_path(s: Array) -> Array:
+            # x_t(s) = (d1, d2, s L)
+            return jnp.stack([d1 + 0.0 * s, d2 + 0.0 * s, s * length])
+
+        return offset_path
+
+    def length(self, robot: Robot, q: Array) -> Array:
+        """Tendon length `l(q)` (scalar): Gauss quadrature inside the bodies plus straight spans."""
+        s, w = (jnp.asarray(a, dtype=q.dtype) for a in _gauss(self.order))
+        ends = jnp.array([0.0, 1.0], dtype=q.dtype)
+        total = jnp.zeros((), q.dtype)
+        previous_exit = self.start
+        for k, i in enumerate(self.links):
+            kin = robot.links[i].body.kinematics
+            qb = _body_coordinates(robot, q, i)
+            path = self.path(robot, k)
+
+            def speed(t: Array, path: Callable = path, kin: Any = kin, qb: Array = qb) -> Array:
+                # |d/ds f(x_t(s), q_B)| = |∂f/∂x x_t'(s)|
+                tangent = jax.jvp(lambda a: kin(path(a), qb), (t,), (jnp.ones_like(t),))[1]
+                return jnp.sqrt(jnp.sum(tangent * tangent))
+
+            # l_i = Σ_j w_j |∂f/∂x x_t'(s_j)|
+            total = total + jnp.sum(w * jax.vmap(speed)(s))
+            entry_exit = world_points(robot, q, i, jax.vmap(path)(ends))
+            if previous_exit is not None:
+                total = total + _span(entry_exit[0] - previous_exit)
+            previous_exit = entry_exit[1]
+        return total
+
+    def n_inputs(self, robot: Robot) -> int:
+        return 1
+
+    def columns(self, robot: Robot, q: Array) -> Array:
+        # A = −(∂l/∂q)ᵀ
+        return -jax.grad(lambda x: self.length(robot, x))(q)[:, None]
+
+    def check(self, robot: Robot) -> None:
+        for i in self.links:
+            _check_link("Tendon", robot, i)
+            body = _soft_body("Tendon", robot, i)
+            if self.offset is not None and body.volume.pivot is None:
+                raise ValueError(
+                    f"Tendon: the volume of link {i} has no pivot (0, 0, L) to place an offset "
+                    "path along; give paths="
+                )
+        for k, i in enumerate(self.links):
+            self._check_inside(robot, k, i)
+
+    def _check_inside(self, robot: Robot, k: int, i: int) -> None:
+        vol = robot.links[i].body.volume
+        if not is_concrete(vol, self.offset):
+            return
+        nodes = np.concatenate([[0.0], _gauss(self.order)[0], [1.0]])
+        pts = np.asarray(jax.vmap(self.path(robot, k))(jnp.asarray(nodes)))
+        if pts.shape != (nodes.size, 3):
+            raise ValueError(f"Tendon: path {k} must return (3,) material points")
+        w = np.asarray(vol.weights)
+        x = np.asarray(vol.points)
+        scale = float(np.max(np.abs(x))) or 1.0
+        tol = _INSIDE_TOL * scale
+        bad = []
+        if vol.pivot is not None:
+            length = float(vol.pivot[2])
+            out = (pts[:, 2] < -tol) | (pts[:, 2] > length + tol)
+            if out.any():
+                bad.append(f"x3 = {pts[out, 2][0]:.6g} outside [0, {length:.6g}]")
+        for a in (0, 1):
+            sigma = np.sqrt(np.sum(w * x[:, a] ** 2) / np.sum(w))
+            if sigma == 0:
+                continue
+            out = np.abs(pts[:, a]) > 2.0 * sigma + tol
+            if out.any():
+                bad.append(
+                    f"|x{a + 1}| = {np.abs(pts[out, a])[0]:.6g} beyond the section's extent "
+                    f"{2.0 * sigma:.6g}"
+                )
+        if bad:
+            raise ValueError(
+                f"Tendon: the path through link {i} leaves the body: " + "; ".join(bad)
+            )
+
+
+@module
+class PressureChamber(Actuator):
+    """A pressurized cavity in the soft body of link `link`, input `u` = gauge pressure [Pa].
+
+    Virtual work `δW = u δV_c` gives `A = ∂V_c/∂q` (non-zero in the rows of the body
+    coordinates). The chamber volume `V_c(q_B)` is either
+
+    - the quadrature of `det F` over a `region` of the body's material coordinates (a
+      `QuadratureRule` over the reference cavity, mapped by the same body map):
+      `V_c = Σ_k w_k det F(x_k, q_B)`; or
+    - a user function `volume(q_B) -> scalar`.
+
+    With a volume-preserving (LVP) body map `det F = 1` and the first form is constant: the
+    pressure then does no work unless the map has a source/cavity primitive, whose cavity volume
+    (`π ∫ (r_i² + g(z)) dz` for the radius law `R² = r² + g(z)`) is passed as `volume`.
+
+    Args:
+        link: index of the link whose soft body holds the chamber.
+        region: `QuadratureRule` over the chamber's reference region, or
+        volume: `V_c(q_B) -> scalar`.
+    """
+
+    region: QuadratureRule | None
+    link: int = static()
+    volume: Callable[[Array], Array] | None = static()
+
+    def __init__(
+        self,
+        link: int,
+        region: QuadratureRule | None = None,
+        volume: Callable[[Array], Array] | None = None,
+    ) -> None:
+        object.__setattr__(self, "link", _as_link("PressureChamber", link))
+        if (region is None) == (volume is None):
+            raise ValueError("PressureChamber: give exactly one of region= or volume=")
+        if region is not None and not isinstance(region, QuadratureRule):
+            raise TypeError(
+                f"PressureChamber: region must be a QuadratureRule, got {type(region).__name__}"
+            )
+        if volume is not None and not callable(volume):
+            raise TypeError("PressureChamber: volume must be callable V_c(q_B) -> scalar")
+        object.__setattr__(self, "region", region)
+        object.__setattr__(self, "volume", volume)
+
+    def chamber_volume(self, robot: Robot, q: Array) -> Array:
+        """`V_c(q)` (scalar)."""
+        qb = _body_coordinates(robot, q, self.link)
+        if self.volume is not None:
+            return self.volume(qb)
+        body = robot.links[self.link].body
+        # V_c = Σ_k w_k det F(x_k, q_B)
+        f = deformation_gradient(body, qb, self.region.points)
+        return jnp.sum(self.region.weights * jnp.linalg.det(f))
+
+    def n_inputs(self, robot: Robot) -> int:
+        return 1
+
+    def columns(self, robot: Robot, q: Array) -> Array:
+        # A = ∂V_c/∂q
+        return jax.grad(lambda x: self.chamber_volume(robot, x))(q)[:, None]
+
+    def check(self, robot: Robot) -> None:
+        _check_link("PressureChamber", robot, self.link)
+        body = _soft_body("PressureChamber", robot, self.link)
+        if self.volume is not None:
+            qb = jax.ShapeDtypeStruct((body.n_q,), jnp.dtype(float))
+            out = jax.eval_shape(self.volume, qb)
+            if getattr(out, "shape", None) != ():
+                raise ValueError(
+                    f"PressureChamber: volume(q_B) must return a scalar for q_B ({body.n_q},), "
+                    f"got {getattr(out, 'shape', type(out).__name__)}"
+                )
+
+
+def _as_actuators(actuators: Any) -> tuple[Actuator, ...]:
+    acts = (actuators,) if isinstance(actuators, Actuator) else tuple(actuators)
+    if not acts:
+        raise ValueError("actuators: give at least one actuator")
+    for k, a in enumerate(acts):
+        if not isinstance(a, Actuator):
+            raise TypeError(
+                f"actuators[{k}] must be a softrigid.actuators actuator, got {type(a).__name__}"
+            )
+    return acts
+
+
+def check_actuators(robot: Robot, actuators: Any) -> tuple[Actuator, ...]:
+    """The actuators as a tuple, each checked against `robot`; the total input count is
+    `sum(a.n_inputs(robot))`."""
+    acts = _as_actuators(actuators)
+    for a in acts:
+        a.check(robot)
+    return acts
+
+
+@jax.jit
+def _matrix_jit(robot: Robot, actuators: tuple[Actuator, ...], q: Array) -> Array:
+    return jnp.concatenate([a.columns(robot, q) for a in actuators], axis=1)
+
+
+def n_inputs(robot: Robot, actuators: Any) -> int:
+    """Total number of inputs `m` of `actuators` on `robot`."""
+    return sum(a.n_inputs(robot) for a in _as_actuators(actuators))
+
+
+def actuation_matrix(robot: Robot, actuators: Any, q: Array) -> Array:
+    """The actuation matrix `A(q)` `(n_q, m)`, `ν = A(q) u`.
+
+    Args:
+        robot: the robot.
+        actuators: an `Actuator` or a sequence of them; their inputs are stacked in this order.
+        q: `(n_q,)` configuration.
+
+    Returns:
+        `(n_q, m)` with `m` the total number of inputs.
+    """
+    robot = _robot(robot)
+    (q,) = _states(robot, q=q)
+    return _matrix_jit(robot, check_actuators(robot, actuators), q)
+
+
+def actuation_force(robot: Robot, actuators: Any, q: Array, u: Array) -> Array:
+    """The generalized actuation force `ν = A(q) u` `(n_q,)` for inputs `u` `(m,)` (tendon
+    tensions, pressures, joint torques/forces in the order of `actuators`)."""
+    robot = _robot(robot)
+    (q,) = _states(robot, q=q)
+    acts = check_actuators(robot, actuators)
+    m = n_inputs(robot, acts)
+    u = jnp.asarray(u, dtype=q.dtype)
+    if u.shape != (m,):
+        raise ValueError(f"u must have shape ({m},) for these actuators, got {u.shape}")
+    return _matrix_jit(robot, acts, q) @ u
+
+
+def controller(
+    robot: Robot, actuators: Any, policy: Callable[[Array, Array, Array], Array]
+) -> Callable[[Array, Array, Array], Array]:
+    """A `control(t, q, qd) -> ν = A(q) u(t, q, qd)` for `softrigid.simulate` from an input
+    policy `u(t, q, qd) -> (m,)` (jit-traceable)."""
+    robot = _robot(robot)
+    acts = check_actuators(robot, actuators)
+    m = n_inputs(robot, acts)
+    if not callable(policy):
+        raise TypeError("controller: policy must be callable u(t, q, qd) -> (m,)")
+
+    def control(t: Array, q: Array, qd: Array) -> Array:
+        u = jnp.asarray(policy(t, q, qd), dtype=q.dtype)
+        if u.shape != (m,):
+            raise ValueError(f"policy(t, q, qd) must return shape ({m},), got {u.shape}")
+        return jnp.concatenate([a.columns(robot, q) for a in acts], axis=1) @ u
+
+    return control

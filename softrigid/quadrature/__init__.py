@@ -1,5 +1,24 @@
-"""Reference volumes and quadrature rules (points and volume weights in material coordinates)."""
+"""Reference volumes and quadrature rules (points and volume weights in material coordinates).
 
-from ._rule import QuadratureRule, box, cylinder, segment, tube
+Gauss product rules on the built-in volumes (`segment`, `box`, `cylinder`, `tube`), and rules
+over tetrahedral meshes from any file meshio reads (`from_mesh`).
+"""
 
-__all__ = ["QuadratureRule", "segment", "box", "cylinder", "tube"]
+from ._mesh import ReferenceMesh, distal_points, from_mesh, tetrahedron
+from ._rule import GEOMETRIES, QuadratureRule, box, cylinder, segment, tube
+from ._tetra import MAX_DEGREE, tetrahedron_rule
+
+__all__ = [
+    "GEOMETRIES",
+    "MAX_DEGREE",
+    "QuadratureRule",
+    "ReferenceMesh",
+    "box",
+    "cylinder",
+    "distal_points",
+    "from_mesh",
+    "segment",
+    "tetrahedron",
+    "tetrahedron_rule",
+    "tube",
+]

@@ -8,13 +8,27 @@ the density multiplies them in the body.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
 from .._module import module, static
 
-__all__ = ["QuadratureRule", "box", "cylinder", "segment", "tube"]
+if TYPE_CHECKING:
+    from ._mesh import ReferenceMesh
+
+__all__ = ["GEOMETRIES", "QuadratureRule", "box", "cylinder", "segment", "tube"]
+
+# The reference volumes a rule can describe, and the meaning of `dimensions` for each.
+GEOMETRIES = {
+    "segment": "(L,)",
+    "box": "(a, b, L)",
+    "cylinder": "(R, L)",
+    "tube": "(R_inner, R_outer, L)",
+    "mesh": "None (the geometry is the `mesh` field)",
+}
 
 
 @module
@@ -31,6 +45,12 @@ class QuadratureRule:
         n_axial: when not `None`, the points are ordered axial-major in `n_axial` rows of equal
             size that share the same `x3` (tensor-product rules); families with a backbone may use
             it to evaluate the backbone once per row.
+        geometry: which reference volume the rule covers, when known (static): `"segment"`,
+            `"box"`, `"cylinder"`, `"tube"` (sizes in `dimensions`) or `"mesh"` (a `from_mesh`
+            rule, the mesh in `mesh`); `softrigid.io` draws the body from it.
+        dimensions: the sizes of a built-in geometry (see `GEOMETRIES`), traced like the points.
+        mesh: the `ReferenceMesh` a `from_mesh` rule was built from (static; hashed and compared
+            by content, so equal meshes give equal tree structures).
     """
 
     points: Array
@@ -40,6 +60,9 @@ class QuadratureRule:
     contact_b: Array | None = None
     density: Array | None = None
     n_axial: int | None = static(default=None)
+    geometry: str | None = static(default=None)
+    dimensions: Array | None = None
+    mesh: ReferenceMesh | None = static(default=None)
 
     def __post_init__(self) -> None:
         points = jnp.asarray(self.points, dtype=float)
@@ -72,6 +95,15 @@ class QuadratureRule:
                     f"QuadratureRule: density must have shape {weights.shape}, got {density.shape}"
                 )
             object.__setattr__(self, "density", density)
+        if self.geometry is not None and self.geometry not in GEOMETRIES:
+            raise ValueError(
+                f"QuadratureRule: geometry must be one of {sorted(GEOMETRIES)} or None, "
+                f"got {self.geometry!r}"
+            )
+        if self.dimensions is not None:
+            object.__setattr__(self, "dimensions", jnp.asarray(self.dimensions, dtype=float))
+        if (self.geometry == "mesh") != (self.mesh is not None):
+            raise ValueError('QuadratureRule: geometry="mesh" goes with a mesh, and only with one')
 
     @property
     def n_points(self) -> int:
@@ -138,6 +170,8 @@ def segment(length: float, order: int = 4) -> QuadratureRule:
         contact_a=jnp.stack([length, 0.0, length]),
         contact_b=jnp.stack([0.0, length, length]),
         n_axial=order,
+        geometry="segment",
+        dimensions=jnp.stack([length]),
     )
 
 
@@ -170,11 +204,20 @@ def box(size: tuple[float, float, float], order: int | tuple[int, int, int] = 3)
         contact_a=jnp.stack([half, 0.0, length]),
         contact_b=jnp.stack([0.0, half, length]),
         n_axial=n3,
+        geometry="box",
+        dimensions=jnp.stack([a, b, length]),
     )
 
 
 def _annulus(
-    inner: Array, outer: Array, length: Array, n_axial: int, n_radial: int, n_angular: int
+    inner: Array,
+    outer: Array,
+    length: Array,
+    n_axial: int,
+    n_radial: int,
+    n_angular: int,
+    geometry: str,
+    dimensions: Array,
 ) -> QuadratureRule:
     r, wr = _gauss(n_radial)
     rad = inner + (outer - inner) * jnp.asarray(r)
@@ -198,6 +241,8 @@ def _annulus(
         contact_a=jnp.stack([outer, 0.0, length]),
         contact_b=jnp.stack([0.0, outer, length]),
         n_axial=n_axial,
+        geometry=geometry,
+        dimensions=dimensions,
     )
 
 
@@ -222,7 +267,16 @@ def cylinder(
     )
     radius = _check_positive("cylinder: radius", radius)
     length = _check_positive("cylinder: length", length)
-    return _annulus(jnp.zeros(()), radius, length, n_axial, n_radial, n_angular)
+    return _annulus(
+        jnp.zeros(()),
+        radius,
+        length,
+        n_axial,
+        n_radial,
+        n_angular,
+        "cylinder",
+        jnp.stack([radius, length]),
+    )
 
 
 def tube(
@@ -251,4 +305,13 @@ def tube(
         raise ValueError(
             f"tube: inner_radius ({float(inner)}) must be smaller than outer_radius ({float(outer)})"
         )
-    return _annulus(inner, outer, length, n_axial, n_radial, n_angular)
+    return _annulus(
+        inner,
+        outer,
+        length,
+        n_axial,
+        n_radial,
+        n_angular,
+        "tube",
+        jnp.stack([inner, outer, length]),
+    )

@@ -1,0 +1,329 @@
+"""A structured tetrahedral mesher for the common reference volumes, and mesh topology helpers.
+
+Every mesh is a stack of prisms: a triangulated cross-section (in `(x1, x2)`) is extruded along
+`x3` and each prism is split into three tetrahedra. The split of prism `(a, b, c)` (section node
+indices sorted, `′` the node one layer up) is
+
+    (a, b, c, c′),  (a, b, b′, c′),  (a, a′, b′, c′),
+
+which cuts every lateral quad face `(u, v, v′, u′)`, `u < v`, along the diagonal `u v′` whatever
+the prism, so neighbouring prisms always agree and the mesh is conforming. Elements are returned
+positively oriented (VTK / meshio convention: `(x1 − x0) × (x2 − x0) · (x3 − x0) > 0`).
+
+Conventions as everywhere in softrigid: the axis is `x3 ∈ [0, L]`, the section is centred on it.
+A circle of radius `R` is represented by the inscribed polygon of its outer ring (`n_angular`
+sides), so the meshed area is `(n/2) R² sin(2π/n)`: a relative error
+`1 − sin(2π/n)/(2π/n) ≈ (2π/n)²/6`, second moments about `2×` that (O(h²) in the mesh size).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import meshio
+import numpy as np
+
+__all__ = [
+    "boundary_faces",
+    "box",
+    "cylinder",
+    "disk_section",
+    "extrude",
+    "rectangle_section",
+    "tet_volumes",
+    "tube",
+]
+
+# Outward faces of a positively oriented tetrahedron (0, 1, 2, 3), and for tetra10 (VTK order:
+# edges 4:(0,1) 5:(1,2) 6:(2,0) 7:(0,3) 8:(1,3) 9:(2,3)) the same faces as triangle6.
+_TET_FACES = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
+_TET10_FACES = np.array(
+    [[1, 2, 3, 5, 9, 8], [0, 3, 2, 7, 9, 6], [0, 1, 3, 4, 8, 7], [0, 2, 1, 6, 5, 4]]
+)
+
+
+def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _positive_float(name: str, value: Any) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite positive number, got {value!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
+    return v
+
+
+def tet_volumes(points: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """Signed volumes `(E,)` of the linear tetrahedra on the first four nodes of each cell:
+    `V = det[x1 − x0, x2 − x0, x3 − x0] / 6`."""
+    p = np.asarray(points, dtype=float)[np.asarray(cells)[:, :4]]
+    return np.linalg.det(p[:, 1:] - p[:, :1]) / 6.0
+
+
+def boundary_faces(cells: np.ndarray) -> np.ndarray:
+    """Boundary faces of a tetrahedral mesh: the faces that belong to exactly one element.
+
+    Args:
+        cells: `(E, 4)` linear (`tetra`) or `(E, 10)` quadratic (`tetra10`, VTK node order)
+            positively oriented elements.
+
+    Returns:
+        `(F, 3)` triangles (or `(F, 6)` `triangle6` for `tetra10`), ordered counter-clockwise
+        seen from outside (outward normals), in the order of first appearance.
+    """
+    cells = np.asarray(cells)
+    if cells.ndim != 2 or cells.shape[1] not in (4, 10):
+        raise ValueError(
+            f"boundary_faces: cells must have shape (E, 4) or (E, 10), got {cells.shape}"
+        )
+    pattern = _TET_FACES if cells.shape[1] == 4 else _TET10_FACES
+    faces = cells[:, pattern].reshape(-1, pattern.shape[1])
+    key = np.sort(faces[:, :3], axis=1)
+    _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
+    return faces[np.sort(first[counts == 1])]
+
+
+def _ring_strip(a: np.ndarray, b: np.ndarray) -> list[tuple[int, int, int]]:
+    """Triangles between two closed rings of node indices `a`, `b` (both starting at angle 0,
+    uniformly spaced, counter-clockwise): advance on the ring whose next node comes first."""
+    na, nb = len(a), len(b)
+    tris = []
+    i = j = 0
+    while i < na or j < nb:
+        advance_a = j == nb or (i < na and (i + 1) / na < (j + 1) / nb)
+        if advance_a:
+            tris.append((a[i % na], b[j % nb], a[(i + 1) % na]))
+            i += 1
+        else:
+            tris.append((a[i % na], b[j % nb], b[(j + 1) % nb]))
+            j += 1
+    return tris
+
+
+def disk_section(
+    radii: Sequence[float], n_angular: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Triangulated disk or annulus made of concentric rings.
+
+    Args:
+        radii: increasing ring radii; a first radius `0` puts one node at the centre (a disk),
+            otherwise the section is the annulus between the first and last radius.
+        n_angular: nodes on the outer ring; ring `j` gets `max(3, round(n_angular r_j / r_max))`
+            uniformly spaced nodes starting at angle 0 (so `6·j` nodes on ring `j` of a disk
+            with `n_angular = 6·n` gives near-equilateral triangles).
+
+    Returns:
+        `points (P, 2)`, counter-clockwise `triangles (T, 3)` and `band (T,)`, the index `j` of
+        the ring interval `[r_j, r_{j+1}]` each triangle lies in.
+    """
+    r = np.asarray(radii, dtype=float)
+    if r.ndim != 1 or r.size < 2 or not np.all(np.isfinite(r)) or r[0] < 0:
+        raise ValueError(
+            f"disk_section: radii must be >= 2 finite non-negative values, got {radii!r}"
+        )
+    if np.any(np.diff(r) <= 0):
+        raise ValueError(f"disk_section: radii must be strictly increasing, got {radii!r}")
+    n_angular = _positive_int("disk_section: n_angular", n_angular, 3)
+    points: list[np.ndarray] = []
+    rings: list[np.ndarray] = []
+    start = 0
+    for rj in r:
+        m = 1 if rj == 0 else max(3, round(n_angular * rj / r[-1]))
+        ang = 2.0 * np.pi * np.arange(m) / m
+        points.append(np.stack([rj * np.cos(ang), rj * np.sin(ang)], -1))
+        rings.append(np.arange(start, start + m))
+        start += m
+    tris, band = [], []
+    for j in range(len(r) - 1):
+        strip = _ring_strip(rings[j], rings[j + 1])
+        if len(rings[j]) == 1:  # fan around the centre: drop the degenerate closing triangles
+            strip = [t for t in strip if len(set(t)) == 3]
+        tris += strip
+        band += [j] * len(strip)
+    pts = np.concatenate(points)
+    tri = _counter_clockwise(pts, np.array(tris, dtype=np.int64))
+    return pts, tri, np.array(band, dtype=np.int64)
+
+
+def rectangle_section(
+    width: float, height: float, n1: int, n2: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Triangulated rectangle `[−width/2, width/2] × [−height/2, height/2]`: an `n1 × n2` grid,
+    each cell cut along its diagonal. Returns `points (P, 2)` and counter-clockwise
+    `triangles (2·n1·n2, 3)`."""
+    width = _positive_float("rectangle_section: width", width)
+    height = _positive_float("rectangle_section: height", height)
+    n1 = _positive_int("rectangle_section: n1", n1)
+    n2 = _positive_int("rectangle_section: n2", n2)
+    x = np.linspace(-width / 2, width / 2, n1 + 1)
+    y = np.linspace(-height / 2, height / 2, n2 + 1)
+    pts = np.stack(np.meshgrid(x, y, indexing="ij"), -1).reshape(-1, 2)
+    idx = np.arange(pts.shape[0]).reshape(n1 + 1, n2 + 1)
+    a, b = idx[:-1, :-1].ravel(), idx[1:, :-1].ravel()
+    c, d = idx[1:, 1:].ravel(), idx[:-1, 1:].ravel()
+    tri = np.concatenate([np.stack([a, b, c], -1), np.stack([a, c, d], -1)])
+    return pts, _counter_clockwise(pts, tri)
+
+
+def _counter_clockwise(points: np.ndarray, tri: np.ndarray) -> np.ndarray:
+    e1 = points[tri[:, 1]] - points[tri[:, 0]]
+    e2 = points[tri[:, 2]] - points[tri[:, 0]]
+    flip = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0] < 0
+    tri = tri.copy()
+    tri[flip] = tri[flip][:, [0, 2, 1]]
+    return tri
+
+
+def extrude(
+    section_points: np.ndarray,
+    triangles: np.ndarray,
+    z: Sequence[float],
+    *,
+    keep: np.ndarray | None = None,
+    twist: float = 0.0,
+) -> meshio.Mesh:
+    """Extrude a triangulated section along `x3` into a conforming tetrahedral mesh.
+
+    Args:
+        section_points: `(P, 2)` section nodes `(x1, x2)`.
+        triangles: `(T, 3)` section triangles.
+        z: `(n + 1,)` increasing `x3` levels of the `n` prism layers.
+        keep: optional `(n, T)` booleans, which prisms exist (to carve cavities); nodes no
+            kept prism uses are dropped.
+        twist: rotation rate of the section about `x3` [rad per unit length]: the node at level
+            `z` is rotated by `twist · z` (a helicoidal extrusion; keep the rotation per layer
+            small, the element faces stay flat).
+
+    Returns:
+        A `meshio.Mesh` with one `tetra` block of positively oriented elements.
+
+    Raises:
+        ValueError: bad shapes, non-increasing levels, or an element that comes out degenerate
+            (for instance too much twist per layer).
+    """
+    sec = np.asarray(section_points, dtype=float)
+    tri = np.asarray(triangles, dtype=np.int64)
+    levels = np.asarray(z, dtype=float)
+    if sec.ndim != 2 or sec.shape[1] != 2:
+        raise ValueError(f"extrude: section_points must have shape (P, 2), got {sec.shape}")
+    if tri.ndim != 2 or tri.shape[1] != 3 or tri.size == 0:
+        raise ValueError(f"extrude: triangles must have shape (T, 3), T >= 1, got {tri.shape}")
+    if tri.min() < 0 or tri.max() >= sec.shape[0]:
+        raise ValueError("extrude: triangles reference nodes outside section_points")
+    if levels.ndim != 1 or levels.size < 2 or np.any(np.diff(levels) <= 0):
+        raise ValueError("extrude: z must be at least two strictly increasing levels")
+    n_layers, n_tri, n_sec = levels.size - 1, tri.shape[0], sec.shape[0]
+    if keep is None:
+        keep = np.ones((n_layers, n_tri), dtype=bool)
+    keep = np.asarray(keep, dtype=bool)
+    if keep.shape != (n_layers, n_tri):
+        raise ValueError(f"extrude: keep must have shape ({n_layers}, {n_tri}), got {keep.shape}")
+    # Node of section index s at level k: k·P + s. Sorted section indices fix the split.
+    a, b, c = np.sort(tri, axis=1).T
+    layer, t = np.nonzero(keep)
+    lo, hi = layer * n_sec, (layer + 1) * n_sec
+    A, B, C = a[t] + lo, b[t] + lo, c[t] + lo
+    A1, B1, C1 = a[t] + hi, b[t] + hi, c[t] + hi
+    cells = np.concatenate(
+        [np.stack(v, -1) for v in ((A, B, C, C1), (A, B, B1, C1), (A, A1, B1, C1))]
+    )
+    zz = np.repeat(levels, n_sec)
+    xy = np.tile(sec, (levels.size, 1))
+    angle = twist * zz
+    cos, sin = np.cos(angle), np.sin(angle)
+    pts = np.stack([cos * xy[:, 0] - sin * xy[:, 1], sin * xy[:, 0] + cos * xy[:, 1], zz], axis=-1)
+    used, cells = np.unique(cells, return_inverse=True)
+    cells = cells.reshape(-1, 4)
+    pts = pts[used]
+    vol = tet_volumes(pts, cells)
+    scale = np.ptp(pts, axis=0).max() ** 3
+    if np.any(np.abs(vol) <= 1e-12 * scale):
+        raise ValueError(
+            "extrude: degenerate elements (reduce the twist per layer or refine the section)"
+        )
+    cells[vol < 0] = cells[vol < 0][:, [0, 2, 1, 3]]
+    return meshio.Mesh(pts, [("tetra", cells)])
+
+
+def _layers(length: float, n_axial: int | None, h: float) -> np.ndarray:
+    n = max(1, math.ceil(length / h - 1e-9)) if n_axial is None else n_axial
+    return np.linspace(0.0, length, _positive_int("n_axial", n) + 1)
+
+
+def cylinder(
+    radius: float,
+    length: float,
+    n_radial: int = 3,
+    n_angular: int | None = None,
+    n_axial: int | None = None,
+) -> meshio.Mesh:
+    """Solid cylinder `x1² + x2² ≤ radius²`, `x3 ∈ [0, length]` (inscribed polygon section).
+
+    Args:
+        radius, length: dimensions.
+        n_radial: rings across the radius.
+        n_angular: sides of the outer polygon (default `6·n_radial`: near-equilateral
+            section triangles).
+        n_axial: layers along `x3` (default: element height ≈ ring spacing).
+
+    Returns:
+        A `meshio.Mesh` of `3·T·n_axial` positively oriented `tetra` elements, `T` section
+        triangles (`6·n_radial²` by default).
+    """
+    radius = _positive_float("cylinder: radius", radius)
+    length = _positive_float("cylinder: length", length)
+    n_radial = _positive_int("cylinder: n_radial", n_radial)
+    n_angular = 6 * n_radial if n_angular is None else n_angular
+    n_angular = _positive_int("cylinder: n_angular", n_angular, 3)
+    pts, tri, _ = disk_section(np.linspace(0.0, radius, n_radial + 1), n_angular)
+    return extrude(pts, tri, _layers(length, n_axial, radius / n_radial))
+
+
+def tube(
+    inner_radius: float,
+    outer_radius: float,
+    length: float,
+    n_radial: int = 2,
+    n_angular: int | None = None,
+    n_axial: int | None = None,
+) -> meshio.Mesh:
+    """Hollow cylinder `inner_radius² ≤ x1² + x2² ≤ outer_radius²`, `x3 ∈ [0, length]`.
+
+    Both circles are inscribed polygons (`n_angular` sides outside, proportionally fewer
+    inside). Defaults: `n_angular` makes the section triangles about as wide as the ring
+    spacing; `n_axial` makes the element height about the ring spacing.
+    """
+    inner = _positive_float("tube: inner_radius", inner_radius)
+    outer = _positive_float("tube: outer_radius", outer_radius)
+    length = _positive_float("tube: length", length)
+    if inner >= outer:
+        raise ValueError(
+            f"tube: inner_radius ({inner}) must be smaller than outer_radius ({outer})"
+        )
+    n_radial = _positive_int("tube: n_radial", n_radial)
+    h = (outer - inner) / n_radial
+    if n_angular is None:
+        n_angular = max(6, math.ceil(2.0 * math.pi * outer / h))
+    n_angular = _positive_int("tube: n_angular", n_angular, 3)
+    pts, tri, _ = disk_section(np.linspace(inner, outer, n_radial + 1), n_angular)
+    return extrude(pts, tri, _layers(length, n_axial, h))
+
+
+def box(size: Sequence[float], divisions: Sequence[int] = (2, 2, 4)) -> meshio.Mesh:
+    """Box `[−a/2, a/2] × [−b/2, b/2] × [0, L]`, `size = (a, b, L)`, on an
+    `n1 × n2 × n3` grid (`divisions`), six tetrahedra per grid cell (exact geometry)."""
+    if len(size) != 3:
+        raise ValueError(f"box: size must be (a, b, L), got {size!r}")
+    if len(divisions) != 3:
+        raise ValueError(f"box: divisions must be (n1, n2, n3), got {divisions!r}")
+    a, b, length = (_positive_float(f"box: size[{i}]", s) for i, s in enumerate(size))
+    n1, n2, n3 = (_positive_int(f"box: divisions[{i}]", n) for i, n in enumerate(divisions))
+    pts, tri = rectangle_section(a, b, n1, n2)
+    return extrude(pts, tri, np.linspace(0.0, length, n3 + 1))

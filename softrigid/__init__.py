@@ -9,6 +9,7 @@ the mass matrix in one pass linear in the number of bodies.
 from . import joints, kinematics, lagrangian, quadrature
 from ._bodies import Material, RigidBody, SoftBody
 from ._dynamics import (
+    dalembert_wrenches,
     damping_force,
     dissipation,
     elastic_energy,
@@ -40,6 +41,7 @@ __all__ = [
     "SoftBody",
     "Trajectory",
     "Wrench",
+    "dalembert_wrenches",
     "damping_force",
     "dissipation",
     "elastic_energy",

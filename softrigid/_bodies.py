@@ -21,7 +21,7 @@ from jax import Array
 
 from ._ad import second_directional, value_and_jacfwd
 from ._checks import as_placement, as_scalar
-from ._math import contract, normalize, rmatvec, vee
+from ._math import normalize, rmatvec, vee
 from ._module import is_concrete, module, static
 from .kinematics._base import Kinematics, as_kinematics, check_map
 from .quadrature._rule import QuadratureRule
@@ -61,17 +61,26 @@ class RigidPosition(NamedTuple):
     inertia: Array  # I_O = Σ m_k (|p|² I − p pᵀ) about the origin of S_i, in S_i
 
 
-class SoftPosition(NamedTuple):
-    """Position-level terms of a soft body. With `u_k = (p_k, J_k e_1, …, J_k e_n)` (3 + 3n):"""
+class Rows(NamedTuple):
+    """The body's integration rows: `u = z_r (1, x1, x2)` is affine in the section coordinates.
 
-    points: Array  # p_k (K, 3) in S_i
-    jacobian: Array  # J_k = ∂p_k/∂q_B (K, 3, n_B)
-    masses: Array  # m_k = ρ_k w_k (K,)
+    Node by node `z_r = u_k` (k = 1 column, `M3 = [[1]]`); rod by rows `z_r = [a_r | A_r]`
+    (3 columns) with the section's normalized moment matrix `M3 = [[1, s1ᵀ], [s1, S2]]`, so
+    that `Σ m u = Σ_r w_r z_r M3 e_1` and `Σ m u uᵀ = Σ_r w_r z_r M3 z_rᵀ`, exactly.
+    """
+
+    z: Array  # (R, 3 + 3n, k)
+    weights: Array  # (R,) masses of the rows / nodes
+    m3: Array  # (k, k)
+
+
+class SoftPosition(NamedTuple):
+    """Position-level terms of a soft body, with `u_k = (p_k, J_k e_1, …, J_k e_n)`:"""
+
     mass: Array  # m = Σ m_k
     first: Array  # Σ m_k u_k (3 + 3n,): s = Σ m p, then Σ m J_j
-    second: (
-        Array  # Σ m_k u_k u_kᵀ (3 + 3n, 3 + 3n): Σ m p pᵀ, Q_j = Σ m J_j pᵀ, B_jl = Σ m J_j J_lᵀ
-    )
+    second: Array  # Σ m_k u_k u_kᵀ: Σ m p pᵀ, Q_j = Σ m J_j pᵀ, B_jl = Σ m J_j J_lᵀ
+    rows: Rows
 
 
 class SoftBias(NamedTuple):
@@ -264,6 +273,7 @@ class SoftBody:
     frame_points: Array | None
     frame_axes: Array | None
     n_q: int = static(default=0, init=False)
+    sectioned: bool = static(default=False, init=False)
 
     def __init__(
         self,
@@ -306,6 +316,7 @@ class SoftBody:
             points = self._frame_points(volume, pivot, contact_points)
             object.__setattr__(self, "frame_points", points)
             object.__setattr__(self, "frame_axes", _frame_axes(points))
+        object.__setattr__(self, "sectioned", _is_rod_on_product_rule(kin, volume, self.density))
         if material is not None:
             material.validate(self)
 
@@ -369,19 +380,58 @@ class SoftBody:
         rot, trans = self.distal_pose(q)
         return rmatvec(rot, self.kinematics.map_points(points, q, n_axial) - trans)
 
+    def _section(self) -> tuple[Array, Array, Array, Array]:
+        """Rows of a tensor-product volume: axial nodes `x3` (R,), row masses (R,), and the
+        section's normalized first and second moments `s1 = Σ w_s (x1, x2)`,
+        `S2 = Σ w_s (x1, x2)(x1, x2)ᵀ` (`Σ w_s = 1`)."""
+        na = self.volume.n_axial
+        rows = self.volume.points.reshape(na, -1, 3)
+        w = self.volume.weights.reshape(na, -1)
+        section = rows[0, :, :2]
+        ws = w[0] / jnp.sum(w[0])
+        s1 = ws @ section
+        s2 = (section * ws[:, None]).T @ section
+        return rows[:, 0, 2], self.density * jnp.sum(w, 1), s1, s2
+
+    def _row_frames(self, x3: Array, q: Array) -> tuple[Array, Array]:
+        # p = R_Bᵀ (r(x3) − t_B) + R_Bᵀ rot(x3) (x1, x2, 0) = a + A (x1, x2)
+        rot_b, t_b = self.distal_pose(q)
+        r, rot = self.kinematics.backbone(x3, q)
+        return rmatvec(rot_b, r - t_b), jnp.einsum("ia,rib->rab", rot_b, rot[:, :, :2])
+
+    def _rows(self, q: Array) -> tuple[Array, Array, Array]:
+        """`z_r` (position level) with the row weights and `M3`."""
+        if not self.sectioned:
+            points, jac = value_and_jacfwd(self.local_points, q)
+            return _stack_u(points, jac)[:, :, None], self.mass_weights, jnp.ones((1, 1), q.dtype)
+        x3, wr, s1, s2 = self._section()
+        (a, big_a), (da, dbig_a) = value_and_jacfwd(lambda x: self._row_frames(x3, x), q)
+        offset = _stack_u(a, da)
+        slope = jnp.concatenate([big_a, jnp.moveaxis(dbig_a, 3, 1).reshape(a.shape[0], -1, 2)], 1)
+        m3 = jnp.block([[jnp.ones((1, 1), q.dtype), s1[None]], [s1[:, None], s2]])
+        return jnp.concatenate([offset[..., None], slope], -1), wr, m3
+
     def body_position(self, q: Array) -> SoftPosition:
-        """Nodes `p_k`, Jacobians `J_k` and their mass moments (computed once per `q`)."""
-        points, jac = value_and_jacfwd(self.local_points, q)
-        m = self.mass_weights
-        u = _stack_u(points, jac)
-        return SoftPosition(points, jac, m, jnp.sum(m), m @ u, (u * m[:, None]).T @ u)
+        """Mass moments of `u = (p, J e_1, …, J e_n)` (computed once per `q`), node by node or,
+        for a rod on a tensor-product volume, row by row with the section's moments."""
+        z, w, m3 = self._rows(q)
+        zm = _times_m3(z, m3)
+        # Σ m u = Σ_r w_r z_r M3 e_1,  Σ m u uᵀ = Σ_r w_r (z_r M3) z_rᵀ
+        second = jnp.einsum("rai,rbi->ab", zm * w[:, None, None], z)
+        return SoftPosition(jnp.sum(w), w @ zm[..., 0], second, Rows(z, w, m3))
 
     def body_bias(self, pos: SoftPosition, q: Array, qd: Array) -> SoftBias:
         """Moments of `h_k = ∂²p_k/∂q²[q̇, q̇]`, the velocity part of the nodes' relative
-        acceleration (computed once per `(q, q̇)`)."""
-        h = second_directional(self.local_points, q, qd)
-        mh = h * pos.masses[:, None]
-        return SoftBias(jnp.sum(mh, 0), mh.T @ _stack_u(pos.points, pos.jacobian))
+        acceleration (computed once per `(q, q̇)`): `Σ m h`, `Σ m h uᵀ`."""
+        z, w, m3 = pos.rows
+        if self.sectioned:
+            x3 = self._section()[0]
+            c, big_c = second_directional(lambda x: self._row_frames(x3, x), q, qd)
+            hz = jnp.concatenate([c[..., None], big_c], -1)  # h = [c | C] (1, x1, x2)
+        else:
+            hz = second_directional(self.local_points, q, qd)[..., None]
+        hm = _times_m3(hz, m3) * w[:, None, None]
+        return SoftBias(jnp.sum(hm[..., 0], 0), jnp.einsum("rai,rbi->ab", hm, z))
 
     def zero_bias(self, dtype: Any) -> SoftBias:
         """The velocity-level terms at `q̇ = 0`."""
@@ -449,9 +499,21 @@ class SoftBody:
         return _Wrench(force, moment, gen)
 
     def kinetic_energy(self, pos: SoftPosition, qd: Array, v: Array, w: Array) -> Array:
-        """`T = ½ Σ m_k |v + ω × p_k + J_k q̇|²` with `(v, ω)` the motion of `S_i`."""
-        vel = v + jnp.cross(w, pos.points) + contract(pos.jacobian, qd)
-        return 0.5 * jnp.sum(pos.masses * jnp.sum(vel * vel, -1))
+        """`T = ½ Σ m_k |v + ω × p_k + J_k q̇|²` with `(v, ω)` the motion of `S_i`, from the
+        mass moments: `½ (m|v|² + ωᵀ I_O ω + q̇ᵀ M_B q̇) + v·(ω × s) + v·Σ m J q̇ + ω·Σ m p × J q̇`."""
+        n = self.n_q
+        s, sj = pos.first[:3], pos.first[3:].reshape(n, 3)
+        p2 = pos.second[:3, :3]
+        inertia = jnp.trace(p2) * jnp.eye(3, dtype=p2.dtype) - p2
+        q_mom = pos.second[3:, :3].reshape(n, 3, 3)
+        b_mom = pos.second[3:, 3:].reshape(n, 3, n, 3)
+        body_mass = jnp.trace(b_mom, axis1=1, axis2=3)  # Σ m J_jᵀ J_l
+        return (
+            0.5 * (pos.mass * jnp.dot(v, v) + jnp.dot(w, inertia @ w) + qd @ body_mass @ qd)
+            + jnp.dot(v, jnp.cross(w, s))
+            + jnp.dot(v, qd @ sj)
+            + jnp.dot(w, _vee2(jnp.tensordot(qd, q_mom, 1)))
+        )
 
     def mass_points(self, q: Array) -> tuple[Array, Array]:
         """The quadrature nodes mapped to the proximal frame, `f(x_k, q)` (K, 3), and their
@@ -462,6 +524,37 @@ class SoftBody:
 
 
 Body = RigidBody | SoftBody
+
+
+def _is_rod_on_product_rule(kin: Kinematics, volume: QuadratureRule, density: Array) -> bool:
+    """True when `kin` declares a backbone and `volume` is, concretely, a product of an axial
+    rule and one section rule (rows share `x3`, identical sections, weights `w_r w_s`), with a
+    uniform density: then a body is integrated row by row, exactly."""
+    if (
+        volume.n_axial is None
+        or density.shape != ()
+        or not is_concrete(volume.points, volume.weights)
+    ):
+        return False
+    x3 = jax.ShapeDtypeStruct((volume.n_axial,), volume.points.dtype)
+    q = jax.ShapeDtypeStruct((kin.n_q,), volume.points.dtype)
+    if jax.eval_shape(kin.backbone, x3, q) is None:
+        return False
+    rows = np.asarray(volume.points).reshape(volume.n_axial, -1, 3)
+    w = np.asarray(volume.weights).reshape(volume.n_axial, -1)
+    wr, ws = w.sum(1), w[0] / w[0].sum()
+    scale = max(1.0, float(np.abs(rows).max()))
+    return bool(
+        np.allclose(rows[:, :, 2], rows[:, :1, 2], rtol=0, atol=1e-14 * scale)
+        and np.allclose(rows[:, :, :2], rows[:1, :, :2], rtol=0, atol=1e-14 * scale)
+        and np.allclose(w, wr[:, None] * ws[None, :], rtol=1e-12, atol=0)
+    )
+
+
+def _times_m3(z: Array, m3: Array) -> Array:
+    """`z M3` over the last axis (k ≤ 3 columns), as column products (fusible)."""
+    k = m3.shape[0]
+    return sum(z[..., i, None] * m3[i] for i in range(k))
 
 
 def _stack_u(points: Array, jac: Array) -> Array:

@@ -150,6 +150,37 @@ def _mid_jit(robot: Robot, q: Array, qd: Array, qdd: Array, loads: tuple) -> tup
     return nu, _mass_from_position(robot, pos)
 
 
+@jax.jit
+def _dalembert_jit(robot: Robot, q: Array, qd: Array, qdd: Array, a0: Array) -> rec.Wrenches:
+    pos = rec.position_level(robot, q)
+    return rec.dalembert(robot, pos, rec.velocity_level(robot, pos, q, qd), qdd, a0)
+
+
+def dalembert_wrenches(
+    robot: Robot, q: Array, qd: Array, qdd: Array, gravity: bool = False
+) -> tuple[Array, Array, tuple[Array, ...]]:
+    """The D'Alembert (inertial) resultants of every body, the intermediate terms of the
+    recursion (`algorithm.md`), in each body's distal frame `S_i`:
+
+        F*_i = −Σ m_k acc_k,  T*_i = −Σ m_k p_k × acc_k (about the origin of S_i),
+        π*_i = −Σ m_k J_kᵀ acc_k.
+
+    Args:
+        robot, q, qd, qdd: as `inverse_dynamics`.
+        gravity: include gravity as the base acceleration `a_0 = −gravity` (the ID
+            convention); default `False` (IID).
+
+    Returns:
+        `(F* (N, 3), T* (N, 3), π*)` with `π*` a tuple of one `(n_Bi,)` vector per link.
+    """
+    robot = _robot(robot)
+    q, qd, qdd = _states(robot, q=q, qd=qd, qdd=qdd)
+    a0 = -robot.gravity.astype(q.dtype) if gravity else jnp.zeros(3, q.dtype)
+    force, moment, gen = _dalembert_jit(robot, q, qd, qdd, a0)
+    per_link = tuple(pi for g, block in zip(rec.groups(robot), gen) for pi in block)
+    return force, moment, per_link
+
+
 def inertial_inverse_dynamics(robot: Robot, q: Array, qd: Array, qdd: Array) -> Array:
     """Inertial inverse dynamics (IID, Algorithm 1): `M(q) q̈ + c(q, q̇)`.
 

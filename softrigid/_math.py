@@ -128,16 +128,16 @@ def matvec(m: Array, v: Array) -> Array:
 
 
 def contract(a: Array, x: Array) -> Array:
-    """`Σ_j a[..., j] x[j]`: a Jacobian `(..., n)` times a coordinate vector `(n,)`, unrolled
-    for small `n` (fusible), a `dot` otherwise."""
+    """`Σ_j a[..., j] x[..., j]`: a Jacobian `(..., n)` times coordinates `(..., n)` (leading
+    axes broadcast), unrolled for small `n` (fusible), a broadcast-sum otherwise."""
     n = x.shape[-1]
     if n == 0:
-        return jnp.zeros(a.shape[:-1], a.dtype)
+        return jnp.zeros(jnp.broadcast_shapes(a.shape[:-1], x.shape[:-1]), a.dtype)
     if n > 8:
-        return a @ x
-    out = a[..., 0] * x[0]
+        return jnp.sum(a * x, -1)
+    out = a[..., 0] * x[..., 0]
     for j in range(1, n):
-        out = out + a[..., j] * x[j]
+        out = out + a[..., j] * x[..., j]
     return out
 
 

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from ._ad import second_directional, value_and_jacfwd
-from ._math import vee
+from ._math import contract, matvec, rmatvec, vee
 from ._model import Link, Robot
 
 __all__ = [
@@ -140,8 +140,8 @@ def velocity_level(robot: Robot, pos: tuple[LinkPosition, ...], q: Array, qd: Ar
     for g, p in zip(groups(robot), pos):
         qg, qdg = group_coordinates(g, q), group_coordinates(g, qd)
         # v_rel = (∂t_i/∂q_i) q̇_i,  ω_rel = G_i q̇_i
-        v_rel.append(jnp.einsum("gan,gn->ga", p.jac_t, qdg))
-        w_rel.append(jnp.einsum("gan,gn->ga", p.jac_w, qdg))
+        v_rel.append(contract(p.jac_t, qdg[:, None, :]))
+        w_rel.append(contract(p.jac_w, qdg[:, None, :]))
         a, dw, b = jax.vmap(_link_bias)(stacked_links(robot, g), qg, qdg, p.rot, p.body)
         a_bias.append(a)
         dw_bias.append(dw)
@@ -182,28 +182,26 @@ def _body_wrench(
     return link.body.inertial_wrench(body_pos, bias, qd[nj:], qdd[nj:], w, a, dw)
 
 
-def inertial_forces(
-    robot: Robot,
-    pos: tuple[LinkPosition, ...],
-    vel: Velocity,
-    qdd: Array,
-    a0: Array,
-    loads: tuple[Array, Array, Array] | None = None,
-) -> Array:
-    """`IID(q, q̇, q̈)` with base acceleration `a0` (`−gravity` for ID, `0` for IID).
+class Wrenches(NamedTuple):
+    """D'Alembert resultants of every body, in its distal frame `S_i`."""
 
-    `loads = (force (N, 3), moment (N, 3), generalized (n_q,))` are active external loads already
-    expressed in each `S_i` (added to `F*`, `T*`) and their body-coordinate generalized forces
-    (added to `π*`).
-    """
+    force: Array  # F*_i (N, 3)
+    moment: Array  # T*_i about the origin of S_i (N, 3)
+    generalized: tuple[Array, ...]  # π*_i per group (size, n_B)
+
+
+def dalembert(
+    robot: Robot, pos: tuple[LinkPosition, ...], vel: Velocity, qdd: Array, a0: Array
+) -> Wrenches:
+    """Forward pass (link accelerations) and the D'Alembert resultants of every body."""
     grps = groups(robot)
     rot = _cat([p.rot for p in pos])
     trans = _cat([p.trans for p in pos])
     a_rel, dw_rel = [], []
     for g, p in zip(grps, pos):
         qddg = group_coordinates(g, qdd)
-        a_rel.append(jnp.einsum("gan,gn->ga", p.jac_t, qddg))
-        dw_rel.append(jnp.einsum("gan,gn->ga", p.jac_w, qddg))
+        a_rel.append(contract(p.jac_t, qddg[:, None, :]))
+        dw_rel.append(contract(p.jac_w, qddg[:, None, :]))
     # a_rel = (∂t/∂q) q̈ + ∂²t[q̇, q̇],  ω̇_rel = G q̈ + vee(∂²R[q̇, q̇] Rᵀ)
     a_rel = _cat(a_rel) + vel.a_bias
     dw_rel = _cat(dw_rel) + vel.dw_bias
@@ -212,13 +210,13 @@ def inertial_forces(
         w, a, dw = carry
         r, t, wr, vr, ar, dwr = x
         # a_i  = Rᵀ (a_{i−1} + ω̇_{i−1} × t + ω_{i−1} × (ω_{i−1} × t) + 2 ω_{i−1} × v_rel + a_rel)
-        a_new = r.T @ (
-            a + jnp.cross(dw, t) + jnp.cross(w, jnp.cross(w, t)) + 2.0 * jnp.cross(w, vr) + ar
+        a_new = rmatvec(
+            r, a + jnp.cross(dw, t) + jnp.cross(w, jnp.cross(w, t)) + 2.0 * jnp.cross(w, vr) + ar
         )
         # ω̇_i = Rᵀ (ω̇_{i−1} + ω_{i−1} × ω_rel + ω̇_rel)
-        dw_new = r.T @ (dw + jnp.cross(w, wr) + dwr)
+        dw_new = rmatvec(r, dw + jnp.cross(w, wr) + dwr)
         # ω_i  = Rᵀ (ω_{i−1} + ω_rel)
-        w_new = r.T @ (w + wr)
+        w_new = rmatvec(r, w + wr)
         return (w_new, a_new, dw_new), (w_new, a_new, dw_new)
 
     zero = jnp.zeros(3, dtype=rot.dtype)
@@ -233,20 +231,37 @@ def inertial_forces(
     force_star, moment_star, gen_star = [], [], []
     for g, p, bias in zip(grps, pos, vel.body_bias):
         links = stacked_links(robot, g)
-        nj = g.n_joint
         qdg, qddg = group_coordinates(g, vel.qd), group_coordinates(g, qdd)
         sl = slice(g.start, g.start + g.size)
-
-        f, m, pi = jax.vmap(partial(_body_wrench, nj))(
+        f, m, pi = jax.vmap(partial(_body_wrench, g.n_joint))(
             links, p.body, bias, qdg, qddg, w[sl], a[sl], dw[sl]
         )
         force_star.append(f)
         moment_star.append(m)
         gen_star.append(pi)
-    force_star, moment_star = _cat(force_star), _cat(moment_star)
+    return Wrenches(_cat(force_star), _cat(moment_star), tuple(gen_star))
+
+
+def inertial_forces(
+    robot: Robot,
+    pos: tuple[LinkPosition, ...],
+    vel: Velocity,
+    qdd: Array,
+    a0: Array,
+    loads: tuple[Array, Array, Array] | None = None,
+) -> Array:
+    """`IID(q, q̇, q̈)` with base acceleration `a0` (`−gravity` for ID, `0` for IID).
+
+    `loads = (force (N, 3), moment (N, 3), generalized (n_q,))` are active external loads already
+    expressed in each `S_i` (added to `F*`, `T*`) and their body-coordinate generalized forces
+    (added to `π*`).
+    """
+    force_star, moment_star, gen_star = dalembert(robot, pos, vel, qdd, a0)
     if loads is not None:
         force_star = force_star + loads[0]
         moment_star = moment_star + loads[1]
+    rot = _cat([p.rot for p in pos])
+    trans = _cat([p.trans for p in pos])
 
     def backward(carry: tuple[Array, Array], x: tuple[Array, ...]) -> Any:
         f_child, m_child = carry
@@ -254,18 +269,19 @@ def inertial_forces(
         # F_i = F*_i + R_{i+1} F_{i+1},  T_i = T*_i + R_{i+1} T_{i+1} + t_{i+1} × (R_{i+1} F_{i+1})
         f_i = fs + f_child
         m_i = ms + m_child
-        rf, rm = r @ f_i, r @ m_i
+        rf, rm = matvec(r, f_i), matvec(r, m_i)
         return (rf, rm + jnp.cross(t, rf)), (rf, rm)
 
+    zero = jnp.zeros(3, dtype=rot.dtype)
     _, (rf, rm) = jax.lax.scan(
         backward, (zero, zero), (force_star, moment_star, rot, trans), reverse=True, unroll=_UNROLL
     )
 
     # IID_i = −(π*_i + Pv_i F_i + Pw_i T_i),  Pv_i = (∂t_i/∂q_i)ᵀ R_i,  Pw_i = G_iᵀ R_i
     out = []
-    for g, p, pi in zip(grps, pos, gen_star):
+    for g, p, pi in zip(groups(robot), pos, gen_star):
         sl = slice(g.start, g.start + g.size)
-        proj = jnp.einsum("gan,ga->gn", p.jac_t, rf[sl]) + jnp.einsum("gan,ga->gn", p.jac_w, rm[sl])
+        proj = jnp.sum(p.jac_t * rf[sl, :, None] + p.jac_w * rm[sl, :, None], axis=1)
         pi_full = jnp.concatenate([jnp.zeros((g.size, g.n_joint), proj.dtype), pi], axis=1)
         out.append(-(pi_full + proj).reshape(-1))
     iid = _cat(out)
@@ -283,7 +299,7 @@ def velocities(robot: Robot, pos: tuple[LinkPosition, ...], vel: Velocity) -> tu
         v, w = carry
         r, t, wr, vr = x
         # v_i = Rᵀ (v_{i−1} + ω_{i−1} × t + v_rel),  ω_i = Rᵀ (ω_{i−1} + ω_rel)
-        new = (r.T @ (v + jnp.cross(w, t) + vr), r.T @ (w + wr))
+        new = (rmatvec(r, v + jnp.cross(w, t) + vr), rmatvec(r, w + wr))
         return new, new
 
     zero = jnp.zeros(3, dtype=rot.dtype)

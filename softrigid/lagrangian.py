@@ -47,6 +47,12 @@ def _world(robot: Robot, q: Array) -> tuple[list, list]:
 
 def kinetic_energy(robot: Robot, q: Array, qd: Array) -> Array:
     """`T(q, q̇)` from the world velocities of every node (and rigid CoM / angular velocity)."""
+    check_state("q", q, robot.n_q)
+    check_state("qd", qd, robot.n_q)
+    return jax.jit(_kinetic_energy)(robot, q, qd)
+
+
+def _kinetic_energy(robot: Robot, q: Array, qd: Array) -> Array:
 
     def positions(x: Array) -> tuple:
         soft, rigid = _world(robot, x)
@@ -65,6 +71,11 @@ def kinetic_energy(robot: Robot, q: Array, qd: Array) -> Array:
 
 def potential_energy(robot: Robot, q: Array) -> Array:
     """`V(q) = −Σ m_k gravity · p_k + U_elastic(q)`."""
+    check_state("q", q, robot.n_q)
+    return jax.jit(_potential_energy)(robot, q)
+
+
+def _potential_energy(robot: Robot, q: Array) -> Array:
     soft, rigid = _world(robot, q)
     g = robot.gravity
     v = -sum(jnp.sum(m * (p @ g)) for p, m in soft) - sum(
@@ -75,14 +86,18 @@ def potential_energy(robot: Robot, q: Array) -> Array:
 
 def lagrangian(robot: Robot, q: Array, qd: Array) -> Array:
     """`L = T − V`."""
-    return kinetic_energy(robot, q, qd) - potential_energy(robot, q)
+    return _kinetic_energy(robot, q, qd) - _potential_energy(robot, q)
 
 
 def inverse_dynamics(robot: Robot, q: Array, qd: Array, qdd: Array) -> Array:
     """`ν = d/dt ∂L/∂q̇ − ∂L/∂q + ∂R/∂q̇` `(n_q,)` by automatic differentiation."""
     for name, x in (("q", q), ("qd", qd), ("qdd", qdd)):
         check_state(name, x, robot.n_q)
+    return _inverse_dynamics(robot, q, qd, qdd)
 
+
+@jax.jit
+def _inverse_dynamics(robot: Robot, q: Array, qd: Array, qdd: Array) -> Array:
     def momentum(x: Array, xd: Array) -> Array:
         return jax.grad(lagrangian, argnums=2)(robot, x, xd)
 
@@ -98,4 +113,9 @@ def inverse_dynamics(robot: Robot, q: Array, qd: Array, qdd: Array) -> Array:
 def mass_matrix(robot: Robot, q: Array) -> Array:
     """`M = ∂²T/∂q̇²` `(n_q, n_q)`."""
     check_state("q", q, robot.n_q)
-    return jax.hessian(kinetic_energy, argnums=2)(robot, q, jnp.zeros_like(q))
+    return _mass_matrix(robot, q)
+
+
+@jax.jit
+def _mass_matrix(robot: Robot, q: Array) -> Array:
+    return jax.hessian(_kinetic_energy, argnums=2)(robot, q, jnp.zeros_like(q))

@@ -45,6 +45,15 @@ class Kinematics(abc.ABC):
         del n_axial
         return jax.vmap(self.__call__, in_axes=(0, None))(points, q)
 
+    def backbone(self, x3: Array, q: Array) -> tuple[Array, Array] | None:
+        """Optional rod structure: `(r (R, 3), rot (R, 3, 3))` at the axial coordinates `x3`
+        `(R,)`, declaring that `f(x, q) = r(x3, q) + rot(x3, q) (x1, x2, 0)` (rigid sections on
+        a backbone). A family that gives it lets `SoftBody` integrate tensor-product volumes
+        exactly row by row, with the section's moments, instead of node by node. Default `None`.
+        """
+        del x3, q
+        return None
+
     def distal_pose(self, q: Array) -> tuple[Array, Array] | None:
         """Exact pose `(R (3, 3), t (3,))` of the distal frame in the proximal frame, or `None`
         to build it from contact points."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 from jax import Array
 
@@ -45,7 +47,7 @@ class PlanarConstantCurvature(Kinematics):
             value = float(length)
         except Exception:  # traced length: checked where concrete
             value = 1.0
-        if not value > 0 or not jnp.isfinite(value):
+        if not (math.isfinite(value) and value > 0):
             raise ValueError(
                 f"PlanarConstantCurvature: length must be finite and positive, got {value}"
             )
@@ -71,10 +73,20 @@ class PlanarConstantCurvature(Kinematics):
         out = jnp.stack([sb[:, None] + x1 * c[:, None], x2, sa[:, None] + x1 * s[:, None]], -1)
         return out.reshape(points.shape)
 
-    def distal_pose(self, q: Array) -> tuple[Array, Array]:
-        sa, sb, c, s = self._section_frame(self.length, q)
+    def backbone(self, x3: Array, q: Array) -> tuple[Array, Array]:
+        sa, sb, c, s = self._section_frame(x3, q)
         zero, one = jnp.zeros_like(c), jnp.ones_like(c)
+        r = jnp.stack([sb, zero, sa], -1)
         rot = jnp.stack(
-            [jnp.stack([c, zero, -s]), jnp.stack([zero, one, zero]), jnp.stack([s, zero, c])]
+            [
+                jnp.stack([c, zero, -s], -1),
+                jnp.stack([zero, one, zero], -1),
+                jnp.stack([s, zero, c], -1),
+            ],
+            -2,
         )
-        return rot, jnp.stack([sb, zero, sa])
+        return r, rot
+
+    def distal_pose(self, q: Array) -> tuple[Array, Array]:
+        r, rot = self.backbone(self.length[None], q)
+        return rot[0], r[0]

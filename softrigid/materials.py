@@ -152,6 +152,12 @@ def _sample_configurations(n_q: int) -> np.ndarray:
     return np.concatenate([np.zeros((1, n_q)), _VP_SCALE * rng.standard_normal((_VP_SAMPLES, n_q))])
 
 
+@jax.jit
+def _jacobian_determinants(body: SoftBody, qs: Array) -> Array:
+    """`det F` at the quadrature nodes `(S, K)` for the configurations `qs` `(S, n_q)`."""
+    return jax.vmap(lambda q: jnp.linalg.det(deformation_gradient(body, q)))(qs)
+
+
 def check_volume_preserving(body: SoftBody, where: str) -> None:
     """Raise `ValueError` unless `det F = 1` (to 1e-8) at every quadrature node of `body` at
     `q = 0` and at three seeded random configurations `q ~ 0.05 N(0, I)`.
@@ -162,8 +168,9 @@ def check_volume_preserving(body: SoftBody, where: str) -> None:
     if not is_concrete(body):
         return
     name = getattr(body.kinematics, "name", "") or type(body.kinematics).__name__
-    for q in _sample_configurations(body.n_q):
-        det = np.asarray(jnp.linalg.det(deformation_gradient(body, jnp.asarray(q))))
+    qs = _sample_configurations(body.n_q)
+    dets = np.asarray(_jacobian_determinants(body, jnp.asarray(qs)))
+    for q, det in zip(qs, dets):
         if not np.all(np.isfinite(det)):
             raise ValueError(
                 f"{where}: the deformation gradient of {name!r} is not finite at q = {q.tolist()}"
@@ -401,16 +408,20 @@ class CosseratRod(Material):
     """Cosserat rod energy of a strain-parameterized body (constant curvature, PCS, GVS):
 
         U = ½ ∫ (ξ − ξ*)ᵀ K (ξ − ξ*) dX,     R = (η/2) ∫ ξ̇ᵀ K ξ̇ dX,
-        K = diag(G J, E I₁, E I₂, G A, G A, E A)
+        K = diag(E I₁, E I₂, G J, G A, G A, E A)
 
-    in the order `ξ = (κ₁, κ₂, κ₃, ν₁, ν₂, ν₃)`, with `ξ(X, q)` from the family's method
+    in the order `ξ = (κ₁, κ₂, κ₃, ν₁, ν₂, ν₃)` (bending about `x1` and `x2`, twist, shears,
+    elongation; `forces.md` lists the same moduli starting with the twist `G J`, which belongs
+    to `κ₃`), with `ξ(X, q)` from the family's method
     `strain(X, q) -> (6,)` (or the `strain` argument), `X` the axial coordinate `x3`, and the
     rest strain `ξ*(X) = ξ(X, 0)` (the reference configuration is stress free).
 
     Section constants: by default from the body's volume, node by node,
     `A = ∫ dA`, `I₁ = ∫ x₂² dA`, `I₂ = ∫ x₁² dA`, `J = I₁ + I₂` (polar moment: the torsion
     constant of circular and annular sections), i.e. `U = ½ Σ_k w_k Σ_a D_a(x_k) e_a²` with
-    `D = (G (x₁² + x₂²), E x₂², E x₁², G, G, E)`: tapered rods come out right. Given
+    `D = (E x₂², E x₁², G (x₁² + x₂²), G, G, E)`: tapered rods come out right. The axial
+    integral is the rule's: exact for polynomial strains up to its degree; put the rule's
+    nodes within the pieces of a piecewise-constant strain basis. Given
     `area`, `second_moments` and `polar`, `K` is constant and the axial integral uses the rule's
     weights divided by its mean section `V / L` (`L` = third coordinate of the volume's pivot;
     a `segment` rule has weights that sum to `L` and is used as is).
@@ -461,7 +472,7 @@ class CosseratRod(Material):
             j = as_scalar("CosseratRod: polar", polar, positive=True)
             i1 = as_scalar("CosseratRod: second_moments[0]", moments[0], positive=True)
             i2 = as_scalar("CosseratRod: second_moments[1]", moments[1], positive=True)
-            section = jnp.stack([j, i1, i2, a, a, a])
+            section = jnp.stack([i1, i2, j, a, a, a])
         object.__setattr__(self, "section", section)
         if strain is not None and not callable(strain):
             raise TypeError(f"CosseratRod: strain must be callable, got {type(strain).__name__}")
@@ -475,11 +486,11 @@ class CosseratRod(Material):
         `(n, 6)`: `Σ_{k ∈ row} w_k D(x_k)` (section from the volume) or `ℓ_row K`."""
         vol = body.volume
         pts, w = vol.points, vol.weights
-        moduli = jnp.stack([self.G, self.E, self.E, self.G, self.G, self.E])
+        moduli = jnp.stack([self.E, self.E, self.G, self.G, self.G, self.E])
         if self.section is None:
             x1, x2 = pts[:, 0], pts[:, 1]
             one = jnp.ones_like(x1)
-            per_node = jnp.stack([x1 * x1 + x2 * x2, x2 * x2, x1 * x1, one, one, one], -1)
+            per_node = jnp.stack([x2 * x2, x1 * x1, x1 * x1 + x2 * x2, one, one, one], -1)
             per_node = w[:, None] * per_node * moduli
         else:
             mean_section = jnp.sum(w) / vol.pivot[2]

@@ -236,19 +236,22 @@ def extrude(
     )
     zz = np.repeat(levels, n_sec)
     xy = np.tile(sec, (levels.size, 1))
-    angle = twist * zz
-    cos, sin = np.cos(angle), np.sin(angle)
-    pts = np.stack([cos * xy[:, 0] - sin * xy[:, 1], sin * xy[:, 0] + cos * xy[:, 1], zz], axis=-1)
     used, cells = np.unique(cells, return_inverse=True)
     cells = cells.reshape(-1, 4)
-    pts = pts[used]
-    vol = tet_volumes(pts, cells)
-    scale = np.ptp(pts, axis=0).max() ** 3
-    if np.any(np.abs(vol) <= 1e-12 * scale):
-        raise ValueError(
-            "extrude: degenerate elements (reduce the twist per layer or refine the section)"
-        )
+    zz, xy = zz[used], xy[used]
+    # orient on the straight prisms, then twist: an element the twist turns over is an error
+    vol = tet_volumes(np.column_stack([xy, zz]), cells)
     cells[vol < 0] = cells[vol < 0][:, [0, 2, 1, 3]]
+    angle = twist * zz
+    cos, sin = np.cos(angle), np.sin(angle)
+    pts = np.stack([cos * xy[:, 0] - sin * xy[:, 1], sin * xy[:, 0] + cos * xy[:, 1], zz], -1)
+    vol = tet_volumes(pts, cells)
+    tol = 1e-12 * np.ptp(pts, axis=0).max() ** 3
+    if np.any(vol <= tol):
+        raise ValueError(
+            f"extrude: {int(np.sum(vol <= tol))} elements come out degenerate or inverted "
+            "(too much twist per layer, or a degenerate section)"
+        )
     return meshio.Mesh(pts, [("tetra", cells)])
 
 

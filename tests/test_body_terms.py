@@ -148,3 +148,20 @@ def test_toy_dalembert_resultants(row):
         [force[0, 0], force[0, 2], moment[0, 1], gen[0][0]], [fx, fz, ty, pi], rtol=1e-10
     )
     np.testing.assert_allclose([force[0, 1], moment[0, 0], moment[0, 2]], 0.0, atol=1e-14)
+
+
+def test_planar_cc_strain_matches_its_backbone():
+    """`R' = R skew(κ)`, `r' = R ν` along the backbone, by forward differences of `backbone`."""
+    cc = kinematics.PlanarConstantCurvature(0.4)
+    q = jnp.array([1.3])
+    x3 = jnp.array([0.1, 0.25])
+    _, rot = cc.backbone(x3, q)
+    _, (dr, drot) = jax.jvp(lambda s: cc.backbone(s, q), (x3,), (jnp.ones(2),))
+    for k in range(2):
+        xi = cc.strain(x3[k], q)
+        kappa = xi[:3]
+        skew = jnp.array(
+            [[0, -kappa[2], kappa[1]], [kappa[2], 0, -kappa[0]], [-kappa[1], kappa[0], 0]]
+        )
+        np.testing.assert_allclose(drot[k], rot[k] @ skew, atol=1e-14)
+        np.testing.assert_allclose(dr[k], rot[k] @ xi[3:], atol=1e-14)

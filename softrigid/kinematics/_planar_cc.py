@@ -87,6 +87,12 @@ class PlanarConstantCurvature(Kinematics):
         )
         return r, rot
 
+    def strain(self, x3: Array, q: Array) -> Array:
+        """Cosserat strain `ξ = (κ, ν) = (0, −q/L, 0, 0, 0, 1)` (constant): the backbone obeys
+        `R' = R skew(κ)`, `r' = R ν` with the section turning about `−x2`."""
+        zero = jnp.zeros_like(q[0] * x3)
+        return jnp.stack([zero, zero - q[0] / self.length, zero, zero, zero, zero + 1.0])
+
     def distal_pose(self, q: Array) -> tuple[Array, Array]:
         r, rot = self.backbone(self.length[None], q)
         return rot[0], r[0]

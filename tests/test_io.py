@@ -1,0 +1,290 @@
+"""Export to ParaView files (softrigid.io): meshes per body, positions, round trips, surfaces.
+
+Oracles: world positions of every mesh node written out in NumPy from the closed forms (a
+revolute joint, planar constant-curvature bodies handing on their distal frames, a rigid
+placement), the rest configuration reproducing the material coordinates, exact float64 round
+trips through VTU / PVD / XDMF, and the area and enclosed volume of a box's surface."""
+
+import xml.etree.ElementTree as ET
+
+import meshio
+import numpy as np
+import pytest
+
+import softrigid as sr
+import softrigid.io as sio
+from softrigid import joints, meshing
+from softrigid.kinematics import PlanarConstantCurvature
+from softrigid.quadrature import QuadratureRule, box, cylinder, from_mesh, segment, tube
+
+L = 0.1
+R = 0.02
+
+
+@pytest.fixture(scope="module")
+def robot():
+    """Revolute (y) + Gauss cylinder (planar CC) | meshed tube | rigid body | segment (planar
+    CC) | Gauss box (planar CC)."""
+    kin = PlanarConstantCurvature(L)
+    return sr.Robot(
+        [
+            sr.Link(joints.Revolute([0.0, 1.0, 0.0]), sr.SoftBody(kin, cylinder(R, L), 1000.0)),
+            sr.Link(
+                joints.Fixed(),
+                sr.SoftBody(kin, from_mesh(meshing.tube(0.01, R, L, 1, 12, 2)), 1000.0),
+            ),
+            sr.Link(
+                joints.Fixed(),
+                sr.RigidBody(0.2, [0.0, 0.0, 0.05], np.eye(3) * 1e-4, (np.eye(3), [0, 0, L])),
+            ),
+            sr.Link(joints.Fixed(), sr.SoftBody(kin, segment(L), 0.3)),
+            sr.Link(joints.Fixed(), sr.SoftBody(kin, box((0.02, 0.01, L), 2), 1000.0)),
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def link_mesh():
+    """A user mesh for the rigid link (in its proximal frame)."""
+    return meshing.box((0.01, 0.01, L), (1, 1, 2))
+
+
+Q = np.array([0.3, 0.5, -0.4, 0.9, 0.7])
+
+
+# ------------------------------------------------------------------ meshes per body
+
+
+def test_body_meshes_rules(robot, link_mesh):
+    refs = sio.body_meshes(robot)
+    cyl, tb, rigid, seg, bx = refs
+    assert rigid is None  # a RigidBody has no geometry unless given one
+    ref = meshing.cylinder(R, L)
+    np.testing.assert_array_equal(cyl.points, ref.points)  # built-in geometry: the mesher's
+    np.testing.assert_array_equal(cyl.cells_dict["tetra"], ref.cells_dict["tetra"])
+    mesh = robot.links[1].body.volume.mesh  # a from_mesh volume: its own mesh
+    np.testing.assert_array_equal(tb.points, mesh.points)
+    assert set(seg.cells_dict) == {"line"}
+    np.testing.assert_allclose(seg.points[:, 2], np.linspace(0, L, 21))
+    np.testing.assert_allclose(np.ptp(bx.points, 0), [0.02, 0.01, L])
+    given = sio.body_meshes(robot, {2: link_mesh})[2]
+    assert given is link_mesh
+    assert sio.body_meshes(robot, [None, None, link_mesh, None, None])[2] is link_mesh
+
+
+def test_body_meshes_errors(robot, link_mesh):
+    with pytest.raises(ValueError, match=r"meshes: expected one entry per link \(5\), got 2"):
+        sio.body_meshes(robot, [None, None])
+    with pytest.raises(ValueError, match=r"keys must be link indices in \[0, 5\), got \[7\]"):
+        sio.body_meshes(robot, {7: link_mesh})
+    with pytest.raises(TypeError, match="a mesh must be a meshio.Mesh, a ReferenceMesh"):
+        sio.body_meshes(robot, {0: 3.0})
+    bad = meshio.Mesh(link_mesh.points * np.nan, link_mesh.cells)
+    with pytest.raises(ValueError, match=r"link 2: mesh points must be finite"):
+        sio.body_meshes(robot, {2: bad})
+    rigid_only = sr.Robot([sr.Link(joints.Fixed(), sr.RigidBody(1.0, np.zeros(3), np.eye(3)))])
+    with pytest.raises(ValueError, match="no body has a mesh to draw.*rigid bodies need meshes="):
+        sio.write_state("unused.vtu", rigid_only, np.zeros(0))
+
+
+def test_soft_body_without_known_geometry_warns():
+    rule = QuadratureRule(np.array([[0.0, 0.0, 0.05]]), np.array([1e-4]))
+    kin = PlanarConstantCurvature(L)
+    body = sr.SoftBody(kin, rule, 1000.0)  # the family gives its distal pose exactly
+    rob = sr.Robot([sr.Link(joints.Fixed(), body)])
+    with pytest.warns(UserWarning, match=r"link 0: the soft body's volume has no known geometry"):
+        assert sio.body_meshes(rob) == (None,)
+
+
+# ------------------------------------------------------------------ positions
+
+
+def test_deformed_meshes_positions(robot, link_mesh):
+    meshes = sio.deformed_meshes(robot, Q, {2: link_mesh})
+    refs = sio.body_meshes(robot, {2: link_mesh})
+    expected = _world(Q, refs)
+    start = 0
+    for mesh, ref in zip(meshes, refs):
+        n = len(ref.points)
+        np.testing.assert_allclose(mesh.points, expected[start : start + n], rtol=0, atol=1e-15)
+        np.testing.assert_array_equal(mesh.point_data["material_coordinates"], ref.points)
+        assert [c.type for c in mesh.cells] == [c.type for c in ref.cells]
+        start += n
+
+
+def test_rest_configuration_reproduces_the_material_coordinates():
+    # one soft body at q = 0 with an identity joint: world positions = material coordinates
+    rob = sr.Robot(
+        [sr.Link(joints.Fixed(), sr.SoftBody(PlanarConstantCurvature(L), tube(0.01, R, L), 1.0))]
+    )
+    (mesh,) = sio.deformed_meshes(rob, np.zeros(1))
+    np.testing.assert_allclose(mesh.points, mesh.point_data["material_coordinates"], atol=1e-17)
+
+
+def test_errors_on_configurations(robot):
+    with pytest.raises(ValueError, match=r"q must have shape \(n_q,\) with n_q = 5, got \(4,\)"):
+        sio.deformed_meshes(robot, np.zeros(4))
+    with pytest.raises(ValueError, match="q contains non-finite values"):
+        sio.deformed_meshes(robot, np.full(5, np.nan))
+
+
+# ------------------------------------------------------------------ files and round trips
+
+
+def _cc(x: np.ndarray, q: float) -> np.ndarray:
+    """Planar constant curvature (bodies.md): θ = q x3/L,
+    f = (L (cos θ − 1)/q + x1 cos θ, x2, (L + q x1) sin θ / q)."""
+    if q == 0.0:
+        return x
+    th = q * x[:, 2] / L
+    return np.stack(
+        [
+            L * (np.cos(th) - 1) / q + x[:, 0] * np.cos(th),
+            x[:, 1],
+            (L + q * x[:, 0]) * np.sin(th) / q,
+        ],
+        -1,
+    )
+
+
+def _ry(a: float) -> np.ndarray:
+    return np.array([[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]])
+
+
+def _world(q, refs):
+    """World positions of the fixture robot's mesh nodes, in NumPy: a revolute joint R_y(q0),
+    then each planar-CC body maps its nodes and hands on its distal frame (R_y(−q), f(0,0,L)),
+    the rigid body places its nodes and its distal frame (1, (0, 0, L))."""
+    rot, trans = _ry(q[0]), np.zeros(3)
+    coords = {0: q[1], 1: q[2], 3: q[3], 4: q[4]}
+    out = []
+    for i, mesh in enumerate(refs):
+        if i == 2:
+            local, dist_r, dist_t = mesh.points, np.eye(3), np.array([0, 0, L])
+        else:
+            qi = coords[i]
+            local = _cc(np.asarray(mesh.points), qi)
+            dist_r, dist_t = _ry(-qi), _cc(np.array([[0.0, 0.0, L]]), qi)[0]
+        out.append(local @ rot.T + trans)
+        rot, trans = rot @ dist_r, trans + rot @ dist_t
+    return np.concatenate(out)
+
+
+def test_write_state_round_trip(robot, link_mesh, tmp_path):
+    path = tmp_path / "state.vtu"
+    sio.write_state(path, robot, Q, {2: link_mesh})
+    assert (
+        path.read_bytes().startswith(b"<?xml") and b'type="UnstructuredGrid"' in path.read_bytes()
+    )
+    back = meshio.read(path)
+    refs = sio.body_meshes(robot, {2: link_mesh})
+    np.testing.assert_allclose(back.points, _world(Q, refs), rtol=0, atol=1e-15)
+    material = np.concatenate([m.points for m in refs])
+    np.testing.assert_array_equal(back.point_data["material_coordinates"], material)
+    links = np.concatenate(back.cell_data["link"])
+    counts = [sum(len(c.data) for c in m.cells) for m in refs]
+    np.testing.assert_array_equal(links, np.repeat(np.arange(5), counts))
+
+
+@pytest.fixture(scope="module")
+def trajectory():
+    t = np.linspace(0.0, 0.4, 5)
+    q = Q[None] * np.linspace(0.0, 1.0, 5)[:, None] + 0.05 * np.sin(7.0 * t)[:, None]
+    return t, q
+
+
+def test_pvd_trajectory_round_trip(robot, link_mesh, trajectory, tmp_path):
+    t, q = trajectory
+    path = tmp_path / "run.pvd"
+    sio.write_trajectory(path, robot, t, q, {2: link_mesh})
+    root = ET.parse(path).getroot()  # the ParaView collection format
+    assert root.tag == "VTKFile" and root.get("type") == "Collection"
+    files = [d.get("file") for d in root.iter("DataSet")]
+    assert files == [f"run/run_{k:06d}.vtu" for k in range(5)]
+    assert all((tmp_path / f).is_file() for f in files)
+    times, frames = sio.read_trajectory(path)
+    np.testing.assert_array_equal(times, t)
+    refs = sio.body_meshes(robot, {2: link_mesh})
+    material = np.concatenate([m.points for m in refs])
+    for qk, frame in zip(q, frames):
+        np.testing.assert_allclose(frame.points, _world(qk, refs), rtol=0, atol=1e-15)
+        np.testing.assert_array_equal(frame.point_data["material_coordinates"], material)
+    first = meshio.read(tmp_path / files[0])
+    np.testing.assert_array_equal(first.points, frames[0].points)  # every value kept
+
+
+def test_xdmf_trajectory_round_trip(robot, link_mesh, trajectory, tmp_path):
+    t, q = trajectory
+    path = tmp_path / "run.xdmf"
+    with pytest.warns(UserWarning, match="line cells .* left out of a mixed-topology XDMF"):
+        sio.write_trajectory(path, robot, t, q, {2: link_mesh})
+    times, frames = sio.read_trajectory(path)
+    np.testing.assert_array_equal(times, t)
+    refs = sio.body_meshes(robot, {2: link_mesh})
+    with meshio.xdmf.TimeSeriesReader(path) as reader:
+        points, cells = reader.read_points_cells()
+    np.testing.assert_allclose(points, _world(np.zeros(5), refs), rtol=0, atol=1e-16)  # q = 0
+    assert "line" not in {b.type for b in cells}  # the segment body's polyline
+    counts = [0 if i == 3 else sum(len(c.data) for c in m.cells) for i, m in enumerate(refs)]
+    for qk, frame in zip(q, frames):
+        np.testing.assert_allclose(frame.points, _world(qk, refs), rtol=0, atol=1e-15)
+        np.testing.assert_array_equal(frame.point_data["displacement"], frame.points - points)
+        links = np.concatenate(frame.cell_data["link"])
+        np.testing.assert_array_equal(links, np.repeat(np.arange(5), counts))
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("run.vtu", np.zeros(2), np.zeros((2, 5))), r"path must end in \.pvd or \.xdmf"),
+        (("run.pvd", np.zeros(3), np.zeros((2, 5))), r"t must have shape \(2,\)"),
+        (
+            ("run.pvd", np.array([0.0, -1.0]), np.zeros((2, 5))),
+            "t must be finite and non-decreasing",
+        ),
+        (("run.pvd", np.zeros(2), np.zeros(5)), r"q must have shape \(S, n_q\) with n_q = 5"),
+    ],
+)
+def test_write_trajectory_errors(robot, tmp_path, args, message):
+    path, t, q = args
+    with pytest.raises(ValueError, match=message):
+        sio.write_trajectory(tmp_path / path, robot, t, q)
+    with pytest.raises(ValueError, match=r"path must end in \.pvd or \.xdmf"):
+        sio.read_trajectory(tmp_path / "x.vtu")
+
+
+# ------------------------------------------------------------------ surfaces
+
+
+def test_surface_of_a_box():
+    a, b, length = 0.02, 0.03, 0.1
+    mesh = meshing.box((a, b, length), (2, 3, 4))
+    mesh.point_data["id"] = np.arange(len(mesh.points))
+    s = sio.surface(mesh)
+    tri = s.cells_dict["triangle"]
+    p = s.points[tri]
+    normal = 0.5 * np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    area = np.linalg.norm(normal, axis=1).sum()
+    np.testing.assert_allclose(area, 2 * (a * b + a * length + b * length), rtol=1e-13)
+    # outward: ∮ x · n dA = 3 V
+    np.testing.assert_allclose((normal * p.mean(1)).sum(), 3 * a * b * length, rtol=1e-13)
+    # nodes compacted (the box's interior nodes are gone), point data follow them
+    assert len(s.points) == np.unique(tri).size < len(mesh.points)
+    np.testing.assert_array_equal(mesh.points[s.point_data["id"]], s.points)
+
+
+def test_surface_of_quadratic_and_surface_meshes():
+    nodes = np.concatenate(
+        [
+            np.eye(4, 3, k=-1),
+            [[0.5, 0, 0], [0.5, 0.5, 0], [0, 0.5, 0], [0, 0, 0.5], [0.5, 0, 0.5], [0, 0.5, 0.5]],
+        ]
+    )
+    s = sio.surface(meshio.Mesh(nodes, [("tetra10", np.arange(10)[None])]))
+    assert s.cells_dict["triangle6"].shape == (4, 6)
+    tri = meshio.Mesh(nodes[:3], [("triangle", np.array([[0, 1, 2]]))])
+    assert sio.surface(tri).cells_dict["triangle"].shape == (1, 3)
+    with pytest.raises(ValueError, match=r"no tetrahedra or triangles \(cells: \['line'\]\)"):
+        sio.surface(meshio.Mesh(nodes[:2], [("line", np.array([[0, 1]]))]))
+    with pytest.raises(TypeError, match="surface: expected a meshio.Mesh"):
+        sio.surface(nodes)

@@ -225,27 +225,43 @@ class Tendon(Actuator):
         return offset_path
 
     def length(self, robot: Robot, q: Array) -> Array:
-        """Tendon length `l(q)` (scalar): Gauss quadrature inside the bodies plus straight spans."""
+        """Tendon length `l(q)` (scalar): Gauss quadrature inside the bodies plus straight spans.
+
+        A span is evaluated in the distal frame `S_{i−1}` of the body it leaves (lengths do not
+        depend on the frame), so the cost is linear in the number of bodies.
+        """
         s, w = (jnp.asarray(a, dtype=q.dtype) for a in _gauss(self.order))
         ends = jnp.array([0.0, 1.0], dtype=q.dtype)
         total = jnp.zeros((), q.dtype)
-        previous_exit = self.start
+        exit_local = None
         for k, i in enumerate(self.links):
-            kin = robot.links[i].body.kinematics
-            qb = _body_coordinates(robot, q, i)
+            link = robot.links[i]
+            body = link.body
+            qi = robot.split(q)[i]
+            qj, qb = qi[: link.joint.n_q], qi[link.joint.n_q :]
             path = self.path(robot, k)
 
-            def speed(t: Array, path: Callable = path, kin: Any = kin, qb: Array = qb) -> Array:
+            def speed(
+                t: Array, path: Callable = path, kin: Any = body.kinematics, qb: Array = qb
+            ) -> Array:
                 # |d/ds f(x_t(s), q_B)| = |∂f/∂x x_t'(s)|
                 tangent = jax.jvp(lambda a: kin(path(a), qb), (t,), (jnp.ones_like(t),))[1]
                 return jnp.sqrt(jnp.sum(tangent * tangent))
 
             # l_i = Σ_j w_j |∂f/∂x x_t'(s_j)|
             total = total + jnp.sum(w * jax.vmap(speed)(s))
-            entry_exit = world_points(robot, q, i, jax.vmap(path)(ends))
-            if previous_exit is not None:
-                total = total + _span(entry_exit[0] - previous_exit)
-            previous_exit = entry_exit[1]
+            end_points = jax.vmap(path)(ends)
+            if k == 0 and self.start is not None:
+                # from the base anchor to the entry point, in the base frame
+                entry = world_points(robot, q, i, end_points[:1])[0]
+                total = total + _span(entry - self.start)
+            elif k > 0:
+                # across joint i: entry point T_J(q_J) f(x_t(0), q_B) vs the previous exit, in S_{i−1}
+                rot, trans = link.joint.transform(qj)
+                entry = rot @ body.kinematics(end_points[0], qb) + trans
+                total = total + _span(entry - exit_local)
+            # exit point in the distal frame S_i: R_Bᵀ (f(x_t(1), q_B) − t_B)
+            exit_local = body.local_points(qb, end_points[1:])[0]
         return total
 
     def n_inputs(self, robot: Robot) -> int:
@@ -253,7 +269,7 @@ class Tendon(Actuator):
 
     def columns(self, robot: Robot, q: Array) -> Array:
         # A = −(∂l/∂q)ᵀ
-        return -jax.grad(lambda x: self.length(robot, x))(q)[:, None]
+        return -jax.jacfwd(lambda x: self.length(robot, x))(q)[:, None]
 
     def check(self, robot: Robot) -> None:
         for i in self.links:

@@ -1,0 +1,238 @@
+"""Actuators: tendon lengths and A = −∂l/∂q, pressure chambers, joint motors, the power balance
+with elasticity, damping and actuation, and bad input."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+import softrigid as sr
+from softrigid import joints, kinematics, quadrature
+from softrigid.actuators import (
+    JointMotor,
+    PressureChamber,
+    Tendon,
+    actuation_force,
+    actuation_matrix,
+    controller,
+)
+from softrigid.materials import CompressibleNeoHookean, CosseratRod
+
+RADIUS, LENGTH = 0.05, 0.4
+VOLUME = quadrature.cylinder(RADIUS, LENGTH, n_axial=3, n_radial=2, n_angular=5)
+tendon_length = jax.jit(Tendon.length)
+chamber_volume = jax.jit(PressureChamber.chamber_volume)
+FRAME = {"pivot": (0.0, 0.0, LENGTH), "contact_points": ((RADIUS, 0, LENGTH), (0, RADIUS, LENGTH))}
+
+
+def cc_body(material=None):
+    return sr.SoftBody(
+        kinematics.PlanarConstantCurvature(LENGTH), VOLUME, density=1000.0, material=material
+    )
+
+
+def cc_strain(X, q):
+    z = jnp.zeros_like(q[0])
+    return jnp.stack([z, -q[0] / LENGTH, z, z, z, 1.0 + z])
+
+
+def bulge(x, q):
+    """Radial expansion by 1 + q0 (changes volume) and a bend-like shear by q1."""
+    return jnp.stack([x[0] * (1.0 + q[0]) + q[1] * x[2] ** 2, x[1] * (1.0 + q[0]), x[2]])
+
+
+@pytest.fixture(scope="module")
+def cc_chain():
+    """Two planar CC segments on fixed joints, then a third after a revolute joint about y."""
+    body = cc_body()
+    links = [
+        sr.Link(joints.Fixed(), body),
+        sr.Link(joints.Fixed(), body),
+        sr.Link(joints.Revolute((0.0, 1.0, 0.0)), body),
+    ]
+    return sr.Robot(links, gravity=(0.0, 0.0, 0.0))
+
+
+@pytest.mark.parametrize("d", [0.03, -0.02])
+def test_tendon_offset_in_constant_curvature(cc_chain, d):
+    # l = L + d q per segment (the span across a fixed joint is zero), so A = −d on each
+    # coordinate; across the revolute joint the straight span is 2 |d sin(θ/2)|
+    tendon_fixed = Tendon([0, 1], (d, 0.0))
+    tendon_all = Tendon([0, 1, 2], (d, 0.0))
+    rng = np.random.default_rng(0)
+    for q in (np.zeros(4), rng.uniform(-1.0, 1.0, 4)):
+        q = jnp.asarray(q)
+        np.testing.assert_allclose(
+            tendon_length(tendon_fixed, cc_chain, q), 2 * LENGTH + d * (q[0] + q[1]), rtol=1e-14
+        )
+        span = 2 * abs(d * np.sin(q[2] / 2))
+        np.testing.assert_allclose(
+            tendon_length(tendon_all, cc_chain, q),
+            3 * LENGTH + d * (q[0] + q[1] + q[3]) + span,
+            rtol=1e-14,
+        )
+        a = actuation_matrix(cc_chain, [tendon_fixed], q)
+        np.testing.assert_allclose(a[:, 0], [-d, -d, 0.0, 0.0], rtol=1e-14, atol=1e-16)
+
+
+def test_tendon_start_anchor(cc_chain):
+    # a base anchor 0.1 below the entry point adds a constant 0.1
+    d = 0.02
+    tendon = Tendon([0], (d, 0.01), start=(d, 0.01, -0.1))
+    q = jnp.array([0.3, -0.2, 0.5, 0.1])
+    np.testing.assert_allclose(
+        tendon_length(tendon, cc_chain, q), LENGTH + d * q[0] + 0.1, rtol=1e-14
+    )
+
+
+def test_tendon_general_path_against_polyline():
+    # a helical path through a volume-changing map: Gauss length vs a fine world polyline
+    body = sr.SoftBody(bulge, VOLUME, density=1.0, n_q=2, **FRAME)
+    robot = sr.Robot([sr.Link(joints.Revolute((1.0, 0.0, 0.0)), body)], gravity=(0, 0, 0))
+
+    def helix(s):
+        return jnp.stack([0.03 * jnp.cos(3 * s), 0.03 * jnp.sin(3 * s), LENGTH * s])
+
+    tendon = Tendon([0], paths=[helix], order=12)
+    q = jnp.array([0.4, 0.1, 0.2])
+    s = np.linspace(0.0, 1.0, 20001)
+    pts = np.asarray(sr.world_points(robot, q, 0, jax.vmap(helix)(jnp.asarray(s))))
+    poly = np.sum(np.linalg.norm(np.diff(pts, axis=0), axis=1))
+    np.testing.assert_allclose(tendon_length(tendon, robot, q), poly, rtol=1e-9)
+    # A = −∂l/∂q by central differences
+    h = 1e-6
+    fd = [
+        -(tendon_length(tendon, robot, q + h * e) - tendon_length(tendon, robot, q - h * e))
+        / (2 * h)
+        for e in np.eye(3)
+    ]
+    np.testing.assert_allclose(actuation_matrix(robot, tendon, q)[:, 0], fd, rtol=1e-7, atol=1e-10)
+
+
+def test_pressure_chamber_volume():
+    # region r ≤ r_c mapped by bulge: V_c = π r_c² L (1 + q0)², A = (2π r_c² L (1 + q0), 0)
+    body = sr.SoftBody(bulge, VOLUME, density=1.0, n_q=2, **FRAME)
+    robot = sr.Robot([sr.Link(joints.Prismatic((0.0, 0.0, 1.0)), body)], gravity=(0, 0, 0))
+    rc = 0.02
+    chamber = PressureChamber(0, region=quadrature.cylinder(rc, LENGTH, 2, 2, 3))
+    q = jnp.array([0.1, 0.25, -0.3])
+    v0 = np.pi * rc**2 * LENGTH
+    np.testing.assert_allclose(chamber_volume(chamber, robot, q), v0 * (1 + q[1]) ** 2, rtol=1e-13)
+    np.testing.assert_allclose(
+        actuation_matrix(robot, chamber, q)[:, 0], [0.0, 2 * v0 * (1 + q[1]), 0.0], atol=1e-15
+    )
+    # the same chamber given by its volume function
+    by_fn = PressureChamber(0, volume=lambda qb: v0 * (1 + qb[0]) ** 2)
+    np.testing.assert_allclose(
+        actuation_matrix(robot, by_fn, q), actuation_matrix(robot, chamber, q), atol=1e-15
+    )
+
+
+def test_joint_motor_and_actuation_force(cc_chain):
+    q = jnp.array([0.3, -0.2, 0.5, 0.1])
+    acts = [JointMotor(2), Tendon([0, 1], (0.02, 0.0))]
+    a = actuation_matrix(cc_chain, acts, q)
+    assert a.shape == (4, 2)
+    np.testing.assert_array_equal(a[:, 0], [0.0, 0.0, 1.0, 0.0])
+    u = jnp.array([1.5, 2.0])
+    np.testing.assert_allclose(actuation_force(cc_chain, acts, q, u), a @ u, rtol=1e-15)
+    control = controller(cc_chain, acts, lambda t, q, qd: u)
+    np.testing.assert_allclose(jax.jit(control)(0.0, q, q), a @ u, rtol=1e-15)
+
+
+# ---------------------------------------------------------------- power balance
+
+
+@pytest.fixture(scope="module")
+def actuated_robot():
+    """A revolute joint with spring and damper carrying a damped neo-Hookean body, then a
+    damped CC rod on a tilted fixed joint; tendons through both, a chamber and a joint motor."""
+    neo = sr.SoftBody(
+        bulge,
+        VOLUME,
+        density=1000.0,
+        material=CompressibleNeoHookean(2e4, 3e4, eta=0.05),
+        n_q=2,
+        **FRAME,
+    )
+    rod = cc_body(CosseratRod(1e5, 4e4, eta=0.02, strain=cc_strain))
+    rng = np.random.default_rng(5)
+    origin = (Rotation.from_rotvec(rng.normal(size=3)).as_matrix(), 0.1 * rng.normal(size=3))
+    links = [
+        sr.Link(joints.Revolute((0.0, 1.0, 0.0), stiffness=3.0, damping=0.2), neo),
+        sr.Link(joints.Fixed(origin=origin), rod),
+    ]
+    robot = sr.Robot(links, gravity=(0.5, -2.0, -9.81))
+    acts = (
+        Tendon([1], (0.02, 0.01)),
+        Tendon([0, 1], (-0.03, 0.0)),
+        PressureChamber(0, region=quadrature.cylinder(0.02, LENGTH, 2, 2, 3)),
+        JointMotor(0),
+    )
+    return robot, acts
+
+
+def test_power_balance(actuated_robot):
+    # d(T + V)/dt = q̇ᵀ A u − 2R along the forward-dynamics flow, with the energy rate by a jvp;
+    # T = ½ Σ m_k |ṗ_k|² over the world quadrature nodes (Euler–Lagrange, not the recursion)
+    robot, acts = actuated_robot
+    masses = [link.body.mass_weights for link in robot.links]
+
+    @jax.jit
+    def energy_rate(q, qd, qdd):
+        def energy(q, qd):
+            vel = jax.jvp(lambda x: sr.material_points(robot, x), (q,), (qd,))[1]
+            kinetic = sum(0.5 * jnp.sum(m * jnp.sum(v * v, -1)) for m, v in zip(masses, vel))
+            return kinetic + sr.potential_energy(robot, q)
+
+        return jax.jvp(energy, (q, qd), (qd, qdd))[1]
+
+    rng = np.random.default_rng(6)
+    for _ in range(2):
+        q = jnp.asarray(0.2 * rng.normal(size=robot.n_q))
+        qd = jnp.asarray(rng.normal(size=robot.n_q))
+        u = jnp.asarray(rng.uniform(0.0, 2.0, 4))
+        nu = actuation_force(robot, acts, q, u)
+        qdd = sr.forward_dynamics(robot, q, qd, nu)
+        expected = qd @ nu - 2.0 * sr.dissipation(robot, q, qd)
+        np.testing.assert_allclose(energy_rate(q, qd, qdd), expected, rtol=1e-10, atol=1e-10)
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_tendon_outside_the_body(cc_chain):
+    q = jnp.zeros(4)
+    with pytest.raises(ValueError, match=r"leaves the body: \|x1\| = 0.06 beyond the section"):
+        actuation_matrix(cc_chain, Tendon([0], (0.06, 0.0)), q)
+
+    def too_long(s):
+        return jnp.stack([0.0 * s, 0.0 * s, 1.2 * LENGTH * s])
+
+    with pytest.raises(ValueError, match=r"leaves the body: x3 = 0.44\d+ outside \[0, 0.4\]"):
+        actuation_matrix(cc_chain, Tendon([0], paths=[too_long]), q)
+
+
+def test_bad_actuators(cc_chain):
+    rigid = sr.RigidBody(1.0, (0, 0, 0), np.eye(3) * 0.01)
+    robot = sr.Robot([sr.Link(joints.Fixed(), rigid)])
+    q = jnp.zeros(4)
+    with pytest.raises(TypeError, match="link 0 carries a RigidBody, not a SoftBody"):
+        actuation_matrix(robot, Tendon([0], (0.0, 0.0)), jnp.zeros(0))
+    with pytest.raises(ValueError, match="consecutive"):
+        Tendon([0, 2], (0.0, 0.0))
+    with pytest.raises(ValueError, match="exactly one of offset"):
+        Tendon([0], (0.0, 0.0), paths=[lambda s: s])
+    with pytest.raises(ValueError, match="one path per link"):
+        Tendon([0, 1], paths=[lambda s: s])
+    with pytest.raises(ValueError, match="the joint of link 0 has no coordinate"):
+        actuation_matrix(cc_chain, JointMotor(0), q)
+    with pytest.raises(ValueError, match=r"link index must be an integer in \[0, 3\)"):
+        actuation_matrix(cc_chain, JointMotor(5), q)
+    with pytest.raises(ValueError, match=r"u must have shape \(1,\)"):
+        actuation_force(cc_chain, JointMotor(2), q, jnp.ones(2))
+    with pytest.raises(ValueError, match="exactly one of region= or volume="):
+        PressureChamber(0)

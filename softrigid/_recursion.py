@@ -37,7 +37,7 @@ __all__ = [
     "zero_velocity",
 ]
 
-_UNROLL = 4
+_UNROLL = 1
 
 
 class Group(NamedTuple):

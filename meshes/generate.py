@@ -25,14 +25,14 @@ HELICOID_THICKNESS = 0.008  # blade thickness T [m]
 HELICOID_TURNS = 1.0  # turns of the blade over the segment
 HELICOID_DIVISIONS = (8, 2, 28)  # along the blade, across it, layers: 2,688 tetrahedra
 
-# Soft gripper (Simulation 2): a cup with an inner air chamber open towards the soft arm.
+# Soft gripper (Simulation 2): a hollow cylinder whose bore is the air chamber.
 GRIPPER_LENGTH = 0.05  # [m]
 GRIPPER_RADIUS = 0.02  # outer radius = the soft arm's radius [m]
 CHAMBER_RADIUS = 0.012  # [m]
-CHAMBER_LENGTH = 0.04  # chamber x3 ∈ [0, 0.04]; a 0.01 m cap closes it at the distal end
+CAP_LENGTH = 0.0  # a solid cap closing the chamber at the distal end (0: none, see README)
 GRIPPER_RINGS = (0.0, 0.006, 0.012, 0.016, 0.020)  # section rings [m] (one at the chamber wall)
 GRIPPER_ANGULAR = 30  # sides of the outer polygon
-GRIPPER_LAYERS = (10, 3)  # layers along the chamber and along the cap
+GRIPPER_LAYER = 0.004  # target layer height [m]
 
 
 def helicoid(
@@ -56,19 +56,19 @@ def helicoid(
     return meshing.extrude(pts, tri, z, twist=2.0 * np.pi * turns / length)
 
 
-def gripper() -> meshio.Mesh:
-    """A solid cylinder with a coaxial cylindrical air chamber open at `x3 = 0`."""
+def gripper(cap_length: float = CAP_LENGTH) -> meshio.Mesh:
+    """A cylinder with a coaxial cylindrical air chamber open at `x3 = 0`, closed at the
+    distal end by a solid cap of `cap_length` (none by default: a tube, the chamber is the
+    bore)."""
     pts, tri, band = meshing.disk_section(GRIPPER_RINGS, GRIPPER_ANGULAR)
-    n_chamber, n_cap = GRIPPER_LAYERS
-    z = np.concatenate(
-        [
-            np.linspace(0.0, CHAMBER_LENGTH, n_chamber + 1),
-            np.linspace(CHAMBER_LENGTH, GRIPPER_LENGTH, n_cap + 1)[1:],
-        ]
-    )
+    chamber = GRIPPER_LENGTH - cap_length
+    z = np.linspace(0.0, chamber, round(chamber / GRIPPER_LAYER) + 1)
+    if cap_length > 0:
+        cap = np.linspace(chamber, GRIPPER_LENGTH, max(1, round(cap_length / GRIPPER_LAYER)) + 1)
+        z = np.concatenate([z, cap[1:]])
     inside = np.asarray(GRIPPER_RINGS)[band + 1] <= CHAMBER_RADIUS + 1e-12  # bands in the chamber
-    keep = np.ones((z.size - 1, tri.shape[0]), dtype=bool)
-    keep[:n_chamber] = ~inside[None, :]
+    mid = 0.5 * (z[:-1] + z[1:])
+    keep = ~(inside[None, :] & (mid < chamber)[:, None])
     return meshing.extrude(pts, tri, z, keep=keep)
 
 
@@ -78,7 +78,9 @@ def main() -> None:
         meshio.write(path, mesh)
         cells = mesh.cells_dict["tetra"]
         volume = meshing.tet_volumes(mesh.points, cells).sum()
-        print(f"{path.name}: {len(mesh.points)} nodes, {len(cells)} tetrahedra, V = {volume:.6e} m³")
+        print(
+            f"{path.name}: {len(mesh.points)} nodes, {len(cells)} tetrahedra, V = {volume:.6e} m³"
+        )
 
 
 if __name__ == "__main__":

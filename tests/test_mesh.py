@@ -481,15 +481,19 @@ def test_committed_meshes_match_their_generator_and_documentation():
     np.testing.assert_allclose(np.asarray(helicoid.contact_a), [r, 0, length], atol=1e-15)
     np.testing.assert_allclose(np.asarray(helicoid.contact_b), [0, y, length], atol=1e-15)
     gripper = from_mesh(MESHES / "gripper.vtu")
-    cup = np.pi * (gen.GRIPPER_RADIUS**2 * gen.GRIPPER_LENGTH)
-    cup -= np.pi * gen.CHAMBER_RADIUS**2 * gen.CHAMBER_LENGTH
-    assert abs(float(gripper.volume) / cup - 1) < 0.005
-    # the chamber is empty: no quadrature node inside it
+    ro, ri, length = gen.GRIPPER_RADIUS, gen.CHAMBER_RADIUS, gen.GRIPPER_LENGTH
+    assert abs(float(gripper.volume) / (np.pi * (ro**2 - ri**2) * length) - 1) < 1e-3
+    # hollow along its length (the source primitive needs r > 0): no node inside the chamber
     x = np.asarray(gripper.points)
-    in_chamber = (np.hypot(x[:, 0], x[:, 1]) < gen.CHAMBER_RADIUS * np.cos(np.pi / 18)) & (
-        x[:, 2] < gen.CHAMBER_LENGTH
-    )
-    assert not in_chamber.any()
+    assert np.hypot(x[:, 0], x[:, 1]).min() > ri * np.cos(np.pi / 18) * 0.999
+    # the capped variant: chamber x3 ∈ [0, L − cap], nothing inside it, a solid cap above
+    capped = from_mesh(gen.gripper(cap_length=0.01))
+    cup = np.pi * (ro**2 * length - ri**2 * (length - 0.01))
+    assert abs(float(capped.volume) / cup - 1) < 0.005
+    x = np.asarray(capped.points)
+    r = np.hypot(x[:, 0], x[:, 1])
+    assert not np.any((r < ri * np.cos(np.pi / 18)) & (x[:, 2] < length - 0.01))
+    assert np.any(r < ri * 0.5)
 
 
 # ------------------------------------------- dynamics on a Gauss vs a meshed cylinder

@@ -383,6 +383,27 @@ def test_from_mesh_warns_and_drops_unreferenced_nodes(small_mesh):
     assert rule.mesh == clean.mesh
 
 
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("mesh.msh", {"file_format": "gmsh22", "binary": False}),
+        ("mesh4.msh", {"file_format": "gmsh", "binary": True}),
+        ("mesh.vtk", {}),
+        ("mesh.vtu", {}),
+        ("mesh.mesh", {}),
+        ("mesh.inp", {}),
+        ("mesh.node", {}),
+    ],
+)
+def test_from_mesh_reads_files_of_any_format(small_mesh, tmp_path, name, options):
+    path = tmp_path / name
+    meshio.write(path, small_mesh, **options)
+    rule, reference = from_mesh(path, degree=3), from_mesh(small_mesh, degree=3)
+    np.testing.assert_array_equal(np.asarray(rule.points), np.asarray(reference.points))
+    np.testing.assert_array_equal(np.asarray(rule.weights), np.asarray(reference.weights))
+    assert rule.mesh == reference.mesh
+
+
 # --------------------------------------------------------- quadratic (tetra10) elements
 
 
@@ -421,6 +442,19 @@ def test_tetra10_isoparametric_volume_and_centroid():
     # straight-sided tetra10 = the linear element
     straight = from_mesh(_tetra10(np.eye(4, 3, k=-1) * 2.0, lambda p: p), degree=2)
     np.testing.assert_allclose(float(straight.volume), 8 / 6, rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "name, fmt",
+    [("quadratic.msh", "gmsh22"), ("quadratic.inp", "abaqus"), ("quadratic.vtu", "vtu")],
+)
+def test_tetra10_node_order_survives_files(tmp_path, name, fmt):
+    # gmsh and Abaqus order the midside nodes differently; meshio converts to VTK order
+    mesh = _tetra10(np.eye(4, 3, k=-1), lambda p: p + 0.1 * np.sin(3.0 * p[:, [1, 2, 0]]))
+    meshio.write(tmp_path / name, mesh, file_format=fmt)
+    rule, reference = from_mesh(tmp_path / name, degree=4), from_mesh(mesh, degree=4)
+    np.testing.assert_allclose(np.asarray(rule.points), np.asarray(reference.points), atol=1e-15)
+    np.testing.assert_allclose(np.asarray(rule.weights), np.asarray(reference.weights), rtol=1e-14)
 
 
 def test_tetra10_inverted_curved_element():

@@ -6,7 +6,7 @@ Pustina, Della Santina and De Luca (model-agnostic Kane equations) gives the inv
 the mass matrix in one pass linear in the number of bodies.
 """
 
-from . import joints, kinematics, lagrangian, quadrature
+from . import io, joints, kinematics, lagrangian, meshing, quadrature
 from ._bodies import Material, RigidBody, SoftBody
 from ._dynamics import (
     dalembert_wrenches,
@@ -52,6 +52,7 @@ __all__ = [
     "inertial_inverse_dynamics",
     "internal_force",
     "inverse_dynamics",
+    "io",
     "joints",
     "kinematics",
     "kinetic_energy",
@@ -60,6 +61,7 @@ __all__ = [
     "mass_inverse_dynamics",
     "mass_matrix",
     "material_points",
+    "meshing",
     "potential_energy",
     "quadrature",
     "simulate",

@@ -33,9 +33,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .._math import coef_a, coef_b, coef_c
 from .._module import module, static
 from ._base import Kinematics
-from ._rod import GAUSS2, check_length, zanna_step
+from ._rod import check_length
 
 __all__ = [
     "Bend",
@@ -387,25 +388,22 @@ class Bend(Primitive):
 
 @jax.custom_jvp
 def psi_root(u: Array) -> Array:
-    """The root `ψ(u)` of `ψ³ − ψ = u` on the branch `ψ(0) = 1` (`ψ > 1/√3`), for
-    `u ≥ −2/√27`; NaN below. Newton from `1 + max(u, 0)^{1/3}` (right of the root, where the
-    cubic is convex and increasing: monotone convergence); derivative `ψ' = 1/(3ψ² − 1)`."""
+    """The root `ψ(u)` of `ψ³ − ψ = u` on the branch through `ψ(0) = 1` (`ψ > 1/√3`), defined
+    for `u ≥ −2/√27`, NaN below. Closed form (Viète), with `a = (3√3/2) u`:
+
+        ψ = (2/√3) cos(arccos(a)/3)  for |a| ≤ 1,     ψ = (2/√3) cosh(arccosh(a)/3)  for a > 1,
+
+    accurate to rounding except within `~1e-8` of `u = −2/√27`, where the root is
+    ill-conditioned. Derivative by the custom JVP `ψ' = 1/(3ψ² − 1)` (exact to every order).
+    """
     u = jnp.asarray(u)
-    eps = jnp.finfo(u.dtype).eps
-
-    def step(state: tuple[Array, Array, Array]) -> tuple[Array, Array, Array]:
-        p, _, k = state
-        dp = (p * p * p - p - u) / (3.0 * p * p - 1.0)
-        return p - dp, jnp.abs(dp), k + 1
-
-    def running(state: tuple[Array, Array, Array]) -> Array:
-        p, dp, k = state
-        return jnp.any(dp > 4.0 * eps * p) & (k < 200)
-
-    start = 1.0 + jnp.cbrt(jnp.maximum(u, 0.0))
-    big = jnp.full_like(u, jnp.inf)
-    p, _, _ = jax.lax.while_loop(running, step, (start, big, 0))
-    return jnp.where(u >= U_MIN, p, jnp.nan)
+    a = 1.5 * np.sqrt(3.0) * u
+    low = a <= 1.0
+    # double where: each branch only sees arguments in its own domain
+    trig = jnp.cos(jnp.arccos(jnp.where(low, a, 0.0)) / 3.0)
+    hyp = jnp.cosh(jnp.arccosh(jnp.where(low, 1.0, a)) / 3.0)
+    psi = (2.0 / np.sqrt(3.0)) * jnp.where(low, trig, hyp)
+    return jnp.where(u >= U_MIN, psi, jnp.nan)
 
 
 @psi_root.defjvp
@@ -417,38 +415,44 @@ def _psi_root_jvp(primals: tuple[Array], tangents: tuple[Array]) -> tuple[Array,
 
 @module
 class Bend3D(Primitive):
-    """3D bend on a backbone with curvatures `κ1(z), κ2(z)` and axial stretch `ν3(z)`:
+    """3D bend of the section on a backbone with bending rates `κ1(z), κ2(z)` and axial
+    stretch `ν3(z)`, `(q = (q1, q2, q3))`:
 
-        κ1 = m1(z) · q1,   κ2 = m2(z) · q2,   ν3 = 1 + m3(z) · q3      (q = (q1, q2, q3)),
+        κ1 = m1(z) · q1,   κ2 = m2(z) · q2,   ν3 = 1 + m3(z) · q3.
+
+    Backbone in exponential coordinates (the bending-angle vector, as `ConstantCurvature3D`):
+    `Θ(z) = ∫_0^z (κ1, κ2, 0)`, `R = I + A Θ^ + B Θ^²` (`A = sin θ/θ`, `B = (1 − cos θ)/θ²`,
+    `C = (θ − sin θ)/θ³` in `t = |Θ|²`, safe at zero), `r(z) = ∫_0^z ν3 R e3` by a
+    Gauss–Legendre rule of `n_gauss` nodes. `κ1` rotates the sections about `+x1` (the axis
+    turns towards `−x2`), `κ2` about `+x2` (towards `+x1`). With a constant bending direction
+    this is a constant-curvature arc; in general the backbone's curvature in the section is
+    `κ̃ = A κ + C Θ (Θ · κ)` (exact derivative of `R`). The section, at `(x, y) = (x1, x2)`:
+
         h = r(z) + R(z) (ρ'1, ρ'2, 0),      ρ' = (x, y) / (ψ(u) √ν3),
-        u = (2/3)(κ1 y − κ2 x) / ν3^{3/2},  ψ³ − ψ = u,  ψ(0) = 1   (φ = 1/ψ solves φ² + uφ³ = 1).
+        u = (2/3)(κ̃1 y − κ̃2 x) / ν3^{3/2},  ψ³ − ψ = u,  ψ(0) = 1   (φ = 1/ψ: φ² + uφ³ = 1),
 
-    The backbone `g = (R, r)` solves `g' = g ξ^` with `ξ = (κ1, κ2, 0, 0, 0, ν3)` (`κ1`
-    rotates the sections about `+x1`, turning the axis towards `−x2`; `κ2` about `+x2`,
-    towards `+x1`) by `n_steps` 4th-order Magnus (Zanna) steps on `[0, z]`. The section law
-    uses the strain of that computed backbone, `(R⁻¹R')^∨` and `Rᵀr'` (equal to the given one up
-    to the integrator's `O(h⁴)` error), so that `det = (φ² + uφφ')(1 + 3uφ/2) = 1` holds to
-    rounding. The fibres on the inner side of the bend (`u < 0`) widen, the outer ones
-    narrow. Smooth at zero curvature (`ψ` is analytic at `u = 0`, `ψ(0) = 1`; the root has a
-    custom JVP, so derivatives of every order are exact). Valid while `ν3 > 0` and
-    `u > −2/√27` (the inner fibre is not crushed: `|κ| R ≲ 0.58 ν3^{3/2}` for a section of
-    radius `R`); outside, NaN.
+    so `det = (φ² + uφφ')(1 + 3uφ/2) = 1` (to the accuracy of the rule for `r`: rounding for
+    bending angles `|Θ| ≲ 2` with the default 8 nodes). The fibres on the inner side of the
+    bend (`u < 0`) widen, the outer ones narrow. Smooth at zero curvature (`ψ` is analytic at
+    `u = 0`; the root has a custom JVP, so derivatives of every order are exact). Valid while
+    `ν3 > 0` and `u > −2/√27` (the inner fibre is not crushed: `|κ| R ≲ 0.58 ν3^{3/2}` for a
+    section of radius `R`); outside, NaN.
 
     Args:
         modes1, modes2: mode functions of `κ1` and `κ2` (either may be `None`).
         stretch_modes: mode functions of `ν3 − 1`, or `None` (`ν3 = 1`).
-        n_steps: Magnus steps of the backbone on `[0, z]`.
+        n_gauss: nodes of the rule for `r(z)`.
     """
 
     modes1: Modes | None
     modes2: Modes | None
     stretch_modes: Modes | None
     sizes: tuple[int, int, int] = static()
-    n_steps: int = static()
+    n_gauss: int = static()
     n_q: int = static()
 
     def __init__(
-        self, modes1: Any = None, modes2: Any = None, stretch_modes: Any = None, n_steps: int = 4
+        self, modes1: Any = None, modes2: Any = None, stretch_modes: Any = None, n_gauss: int = 8
     ) -> None:
         if modes1 is None and modes2 is None:
             raise ValueError("Bend3D: give modes1 (κ1), modes2 (κ2) or both")
@@ -460,49 +464,73 @@ class Bend3D(Primitive):
         object.__setattr__(self, "modes2", ms[1])
         object.__setattr__(self, "stretch_modes", ms[2])
         object.__setattr__(self, "sizes", sizes)
-        object.__setattr__(self, "n_steps", _check_count("Bend3D: n_steps", n_steps))
+        object.__setattr__(self, "n_gauss", _check_count("Bend3D: n_gauss", n_gauss))
         object.__setattr__(self, "n_q", sum(sizes))
 
-    def strain(self, z: Array, q: Array) -> Array:
-        """The given backbone strain `ξ(z) = (κ1, κ2, 0, 0, 0, ν3)` `(6,)`."""
-        n1, n2, _ = self.sizes
-        zero = jnp.zeros((), jnp.result_type(z, q))
-        k1 = zero if self.modes1 is None else self.modes1(z) @ q[:n1]
-        k2 = zero if self.modes2 is None else self.modes2(z) @ q[n1 : n1 + n2]
-        nu = 1.0 + (zero if self.stretch_modes is None else self.stretch_modes(z) @ q[n1 + n2 :])
-        return jnp.stack([k1, k2, zero, zero, zero, nu])
+    def _field(self, which: int, z: Array, q: Array, integral: bool) -> Array:
+        modes = (self.modes1, self.modes2, self.stretch_modes)[which]
+        if modes is None:
+            return jnp.zeros((), jnp.result_type(z, q))
+        start = sum(self.sizes[:which])
+        qa = q[start : start + self.sizes[which]]
+        return (modes.integral(z) if integral else modes(z)) @ qa
+
+    def stretch(self, z: Array, q: Array) -> Array:
+        """`ν3(z) = 1 + m3(z) · q3`."""
+        return 1.0 + self._field(2, z, q, False)
+
+    def angles(self, z: Array, q: Array) -> Array:
+        """The bending-angle vector `(Θ1, Θ2) = ∫_0^z (κ1, κ2)` `(2,)`."""
+        return jnp.stack([self._field(0, z, q, True), self._field(1, z, q, True)])
+
+    def _rotation(self, th: Array) -> tuple[Array, Array]:
+        # R = I + A Θ^ + B Θ^² for Θ = (th1, th2, 0), and t = |Θ|²
+        t = th[0] * th[0] + th[1] * th[1]
+        a, b = coef_a(t), coef_b(t)
+        rot = jnp.stack(
+            [
+                jnp.stack([1.0 - b * th[1] * th[1], b * th[0] * th[1], a * th[1]]),
+                jnp.stack([b * th[0] * th[1], 1.0 - b * th[0] * th[0], -a * th[0]]),
+                jnp.stack([-a * th[1], a * th[0], 1.0 - b * t]),
+            ]
+        )
+        return rot, t
 
     def backbone_frame(self, z: Array, q: Array) -> tuple[Array, Array]:
-        """`g(z) = (R (3, 3), r (3,))` by `n_steps` Zanna steps of length `z / n_steps`."""
-        h = z / self.n_steps
-        rot, r = jnp.eye(3, dtype=jnp.result_type(z, q)), jnp.zeros(3, jnp.result_type(z, q))
-        for k in range(self.n_steps):
-            xa = self.strain((k + GAUSS2[0]) * h, q)
-            xb = self.strain((k + GAUSS2[1]) * h, q)
-            d_rot, d_r = zanna_step(xa, xb, h)
-            rot, r = rot @ d_rot, r + rot @ d_r
-        return rot, r
+        """`g(z) = (R (3, 3), r (3,))` of the backbone."""
+        t_nodes, w = _gauss(self.n_gauss)
+        s = z * jnp.asarray(t_nodes, dtype=jnp.result_type(z, float))
 
-    def _frame_and_strain(self, z: Array, q: Array) -> tuple[Array, Array, Array, Array, Array]:
-        one = jnp.ones((), jnp.result_type(z, q))
-        (rot, r), (d_rot, d_r) = jax.jvp(lambda s: self.backbone_frame(s, q), (z,), (one,))
-        k_hat = rot.T @ d_rot  # skew(κ̃) = Rᵀ R'
-        return rot, r, k_hat[2, 1], k_hat[0, 2], rot[:, 2] @ d_r  # ν̃3 = (Rᵀ r')_3
+        def tangent(si: Array) -> Array:
+            rot, _ = self._rotation(self.angles(si, q))
+            return self.stretch(si, q) * rot[:, 2]  # ν3 R e3
 
-    def _u(self, x: Array, k1: Array, k2: Array, nu: Array) -> Array:
-        return (2.0 / 3.0) * (k1 * x[1] - k2 * x[0]) / (nu * jnp.sqrt(nu))
+        r = z * (jnp.asarray(w, dtype=s.dtype) @ jax.vmap(tangent)(s))
+        return self._rotation(self.angles(z, q))[0], r
+
+    def _section(self, x: Array, q: Array) -> tuple[Array, Array, Array]:
+        """`(R, r, u)` at the point `x`."""
+        rot, r = self.backbone_frame(x[2], q)
+        th = self.angles(x[2], q)
+        kappa = jnp.stack([self._field(0, x[2], q, False), self._field(1, x[2], q, False)])
+        t = th @ th
+        # κ̃ = A κ + C Θ (Θ · κ), in-plane components
+        bent = coef_a(t) * kappa + coef_c(t) * th * (th @ kappa)
+        nu = self.stretch(x[2], q)
+        u = (2.0 / 3.0) * (bent[0] * x[1] - bent[1] * x[0]) / (nu * jnp.sqrt(nu))
+        return rot, r, u
 
     def __call__(self, x: Array, q: Array) -> Array:
-        rot, r, k1, k2, nu = self._frame_and_strain(x[2], q)
-        scale = 1.0 / (psi_root(self._u(x, k1, k2, nu)) * jnp.sqrt(nu))
+        rot, r, u = self._section(x, q)
+        scale = 1.0 / (psi_root(u) * jnp.sqrt(self.stretch(x[2], q)))
         return r + rot[:, 0] * (scale * x[0]) + rot[:, 1] * (scale * x[1])
 
     def valid(self, x: Array, q: Array) -> Array:
-        _, _, k1, k2, nu = self._frame_and_strain(x[2], q)
-        return (nu > 0) & (self._u(x, k1, k2, jnp.where(nu > 0, nu, 1.0)) > U_MIN)
+        nu = self.stretch(x[2], q)
+        return (nu > 0) & (self._section(x, q)[2] > U_MIN)
 
     def condition(self) -> str:
-        return "ν3 > 0 and u = (2/3)(κ1 x2 − κ2 x1)/ν3^{3/2} > −2/√27"
+        return "ν3 > 0 and u = (2/3)(κ̃1 x2 − κ̃2 x1)/ν3^{3/2} > −2/√27"
 
 
 @module
@@ -680,7 +708,7 @@ def compose(
 # The seed's bodies
 
 
-def helicoid_segment(length: Any, n_steps: int = 4) -> Composite:
+def helicoid_segment(length: Any, n_gauss: int = 8) -> Composite:
     """The 8-coordinate body of the seed's Simulation 1 (its Table 4), `s = x3 / L`:
 
     - `q1`: stretch, `λ − 1 = s (1 − s) q1` (end faces undeformed);
@@ -690,8 +718,8 @@ def helicoid_segment(length: Any, n_steps: int = 4) -> Composite:
     - `q7, q8`: shear, `(s1, s2) = s (q7, q8)`.
 
     Applied as stretch, twist, shear, then one `Bend3D` carrying both curvatures on a common
-    backbone (`n_steps` Magnus steps), so that stretch, twist and shear act on the straight
-    body and the bend places it. `f(x, 0) = x`; the distal frame comes from the contact points.
+    backbone (`n_gauss` nodes for its position), so that stretch, twist and shear act on the
+    straight body and the bend places it. `f(x, 0) = x`; the distal frame comes from the contact points.
     """
     length = check_length("helicoid_segment", length)
     linear = Polynomial([[0.0, 1.0]], length)
@@ -703,7 +731,7 @@ def helicoid_segment(length: Any, n_steps: int = 4) -> Composite:
         Stretch(Polynomial([[0.0, 1.0, -1.0]], length)),
         Twist(linear),
         Shear(linear, linear),
-        Bend3D(curvature, curvature, n_steps=n_steps),
+        Bend3D(curvature, curvature, n_gauss=n_gauss),
         coordinates=((0,), (5,), (6, 7), (1, 2, 3, 4)),
     )
 

@@ -6,6 +6,7 @@ test modules add families by registering a factory:
 
     BODY_FACTORIES["my_family"] = lambda rng: sr.SoftBody(...)
     robot = random_robot(0, bodies=("rigid", "my_family"))
+    robot = random_robot(1, structure=[("free", "my_family"), ("revolute", "rigid")])
 
 Rigid chains for the Newton–Euler oracle come from `random_rigid_chain`, which returns the
 softrigid robot together with the same chain as `newton_euler.Link`s.
@@ -13,6 +14,7 @@ softrigid robot together with the same chain as `newton_euler.Link`s.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import jax.numpy as jnp
@@ -137,6 +139,29 @@ BODY_FACTORIES: dict[str, Callable[[np.random.Generator], sr.RigidBody | sr.Soft
 }
 
 
+Structure = Sequence[tuple[str, "str | Callable"]]
+
+
+def random_structure(
+    rng: np.random.Generator,
+    n_links: int,
+    kinds: Sequence[str] = JOINT_KINDS,
+    bodies: Sequence[str | Callable] = ("rigid", "planar_cc"),
+) -> list[tuple[str, str | Callable]]:
+    """A random chain layout `[(joint kind, body family), ...]`: every kind and every family
+    appears when `n_links` allows it; at most one `free` joint, first."""
+    others = [k for k in kinds if k != "free"]
+    if not others:
+        raise ValueError("kinds needs at least one kind other than 'free'")
+    chosen = others + list(rng.choice(others, size=max(0, n_links - len(others))))
+    chosen = [str(k) for k in rng.permutation(chosen)]
+    if "free" in kinds:
+        chosen = ["free", *chosen]
+    chosen = chosen[:n_links]
+    families = [bodies[i % len(bodies)] for i in rng.permutation(n_links)]
+    return list(zip(chosen, families))
+
+
 def random_robot(
     seed: int,
     n_links: int = 4,
@@ -144,22 +169,19 @@ def random_robot(
     bodies: Sequence[str | Callable] = ("rigid", "planar_cc"),
     gravity=(0.0, 0.0, -9.81),
     springs: bool = False,
+    structure: Structure | None = None,
 ) -> sr.Robot:
-    """A random serial chain: joint kinds from `kinds`, bodies from `bodies` (names in
-    `BODY_FACTORIES` or factories `rng -> body`), random joint axes and origins, and with
-    `springs` random joint stiffness, damping and rest positions. Every kind and every body
-    family appears when `n_links` allows it; at most one `free` joint, first."""
+    """A random serial chain with random joint axes and origins (and, with `springs`, random
+    joint stiffness, damping and rest positions). The layout is `structure` when given (then
+    robots of different seeds share it and the engine compiles once), else drawn by
+    `random_structure` from `kinds` and `bodies` (names in `BODY_FACTORIES` or factories
+    `rng -> body`)."""
     rng = np.random.default_rng(seed)
-    factories = [BODY_FACTORIES[b] if isinstance(b, str) else b for b in bodies]
-    others = [k for k in kinds if k != "free"]
-    chosen = others + list(rng.choice(others, size=max(0, n_links - len(others))))
-    chosen = [str(k) for k in rng.permutation(chosen)]
-    if "free" in kinds:
-        chosen = ["free", *chosen]
-    chosen = chosen[:n_links]
-    body_order = [factories[i % len(factories)] for i in rng.permutation(n_links)]
+    if structure is None:
+        structure = random_structure(rng, n_links, kinds, bodies)
     links = []
-    for kind, factory in zip(chosen, body_order):
+    for kind, family in structure:
+        factory = BODY_FACTORIES[family] if isinstance(family, str) else family
         axis = rng.normal(size=3)
         spring = tuple(rng.uniform(0.0, 2.0, 3)) if springs else (0.0, 0.0, 0.0)
         joint = joint_from_kind(kind, axis / np.linalg.norm(axis), random_placement(rng), spring)
@@ -177,3 +199,47 @@ def random_state(
     qd = rng.normal(size=n)
     qdd = rng.normal(size=n)
     return jnp.asarray(q), jnp.asarray(qd), jnp.asarray(qdd)
+
+
+# The mixed chain shared by the Euler–Lagrange and identity tests: a rigid floating base and a
+# run of identical revolute + planar CC links (the engine's scanned path).
+MIXED_STRUCTURE = (
+    ("free", "rigid"),
+    ("revolute", "planar_cc"),
+    ("revolute", "planar_cc"),
+)
+
+
+@functools.cache
+def mixed_robot(seed: int) -> sr.Robot:
+    """A random robot of `MIXED_STRUCTURE` with joint springs and dampers and gravity of
+    9.81 m/s² in a random direction; robots of different seeds share one compiled structure."""
+    rng = np.random.default_rng(10_000 + seed)
+    gravity = 9.81 * random_rotation(rng)[:, 0]
+    return random_robot(seed, gravity=gravity, springs=True, structure=MIXED_STRUCTURE)
+
+
+# A two-link chain for the transformation tests (jit, vmap, grad, loads): small to compile.
+SMALL_STRUCTURE = (("revolute", "planar_cc"), ("prismatic", "rigid"))
+
+
+@functools.cache
+def small_robot(seed: int) -> sr.Robot:
+    """A random robot of `SMALL_STRUCTURE` with joint springs and dampers."""
+    return random_robot(seed, gravity=(0.3, -1.1, -9.81), springs=True, structure=SMALL_STRUCTURE)
+
+
+def joint_spring_parameters(robot: sr.Robot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-coordinate `(stiffness, damping, rest)` of the joint springs and dampers (zero for
+    free joints and for body coordinates)."""
+    stiffness, damping, rest = [], [], []
+    for link in robot.links:
+        n_joint = link.joint.n_q
+        n_body = link.body.n_q if isinstance(link.body, sr.SoftBody) else 0
+        if n_joint == 1:
+            params = (link.joint.stiffness, link.joint.damping, link.joint.rest)
+        else:
+            params = (0.0, 0.0, 0.0)
+        for values, p in zip((stiffness, damping, rest), params):
+            values += [float(p)] * n_joint + [0.0] * n_body
+    return np.array(stiffness), np.array(damping), np.array(rest)

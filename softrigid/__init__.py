@@ -6,7 +6,7 @@ Pustina, Della Santina and De Luca (model-agnostic Kane equations) gives the inv
 the mass matrix in one pass linear in the number of bodies.
 """
 
-from . import io, joints, kinematics, lagrangian, meshing, quadrature
+from . import actuators, io, joints, kinematics, lagrangian, materials, meshing, quadrature
 from ._bodies import Material, RigidBody, SoftBody
 from ._dynamics import (
     dalembert_wrenches,
@@ -31,27 +31,38 @@ from ._dynamics import (
 from ._loads import PointLoad, Wrench
 from ._model import Link, Robot
 from ._simulate import Trajectory, simulate
+from .actuators import actuation_force, actuation_matrix, controller
+from .materials import stiffness_matrix
+from .statics import InverseStaticSolution, StaticSolution, equilibrium, inverse_statics
 
 __all__ = [
+    "InverseStaticSolution",
     "Link",
     "Material",
     "PointLoad",
     "RigidBody",
     "Robot",
     "SoftBody",
+    "StaticSolution",
     "Trajectory",
     "Wrench",
+    "actuation_force",
+    "actuation_matrix",
+    "actuators",
+    "controller",
     "dalembert_wrenches",
     "damping_force",
     "dissipation",
     "elastic_energy",
     "elastic_force",
+    "equilibrium",
     "forward_dynamics",
     "forward_kinematics",
     "gravity_force",
     "inertial_inverse_dynamics",
     "internal_force",
     "inverse_dynamics",
+    "inverse_statics",
     "io",
     "joints",
     "kinematics",
@@ -61,9 +72,11 @@ __all__ = [
     "mass_inverse_dynamics",
     "mass_matrix",
     "material_points",
+    "materials",
     "meshing",
     "potential_energy",
     "quadrature",
     "simulate",
+    "stiffness_matrix",
     "world_points",
 ]

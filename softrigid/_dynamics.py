@@ -196,23 +196,43 @@ def inertial_inverse_dynamics(robot: Robot, q: Array, qd: Array, qdd: Array) -> 
     return _iid_jit(robot, q, qd, qdd)
 
 
-def inverse_dynamics(robot: Robot, q: Array, qd: Array, qdd: Array, loads: Any = None) -> Array:
+def inverse_dynamics(
+    robot: Robot,
+    q: Array,
+    qd: Array,
+    qdd: Array,
+    loads: Any = None,
+    *,
+    actuators: Any = None,
+    u: Array | None = None,
+) -> Array:
     """Inverse dynamics (ID, Algorithm 2): `ν = M q̈ + c + g + s − Q_ext`.
 
     Gravity enters as the base acceleration `a_0 = −gravity`; `s = ∂U/∂q + ∂R/∂q̇` collects the
-    bodies' elastic and damping forces and the joint springs and dampers.
+    bodies' elastic and damping forces and the joint springs and dampers. With `actuators` and
+    their inputs `u` it returns the residual `ν − A(q) u`: the generalized force still needed
+    on top of the actuators (zero exactly when `u` produces the motion).
 
     Args:
         robot: the robot.
         q, qd, qdd: `(n_q,)` configuration, velocity and acceleration.
         loads: optional external loads, a `PointLoad`, a `Wrench` or a sequence of them.
+        actuators: optional `softrigid.actuators.Actuator` or sequence of them (with `u`).
+        u: `(m,)` actuator inputs in the order of `actuators` (tensions, pressures, torques).
 
     Returns:
-        `(n_q,)` generalized actuation force `ν`.
+        `(n_q,)` generalized actuation force `ν` (or the residual `ν − A(q) u`).
     """
     robot = _robot(robot)
     q, qd, qdd = _states(robot, q=q, qd=qd, qdd=qdd)
-    return _id_jit(robot, q, qd, qdd, check_loads(robot, loads))
+    nu = _id_jit(robot, q, qd, qdd, check_loads(robot, loads))
+    if actuators is None and u is None:
+        return nu
+    if actuators is None or u is None:
+        raise ValueError("inverse_dynamics: give both actuators and u, or neither")
+    from .actuators import actuation_force  # a lazy import: actuators builds on this module
+
+    return nu - actuation_force(robot, actuators, q, u)
 
 
 def mass_inertial_inverse_dynamics(

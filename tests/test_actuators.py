@@ -141,6 +141,15 @@ def test_joint_motor_and_actuation_force(cc_chain):
     np.testing.assert_allclose(actuation_force(cc_chain, acts, q, u), a @ u, rtol=1e-15)
     control = controller(cc_chain, acts, lambda t, q, qd: u)
     np.testing.assert_allclose(jax.jit(control)(0.0, q, q), a @ u, rtol=1e-15)
+    # inverse_dynamics with inputs: the residual ν − A u, zero when u produces the motion
+    qd, qdd = jnp.array([0.1, 0.2, -0.3, 0.4]), jnp.array([1.0, -2.0, 0.5, 0.3])
+    nu = sr.inverse_dynamics(cc_chain, q, qd, qdd)
+    residual = sr.inverse_dynamics(cc_chain, q, qd, qdd, actuators=acts, u=u)
+    np.testing.assert_allclose(residual, nu - a @ u, rtol=0, atol=1e-14)
+    with pytest.raises(ValueError, match="give both actuators and u"):
+        sr.inverse_dynamics(cc_chain, q, qd, qdd, u=u)
+    with pytest.raises(ValueError, match=r"u must have shape \(2,\)"):
+        sr.inverse_dynamics(cc_chain, q, qd, qdd, actuators=acts, u=jnp.ones(3))
 
 
 # ---------------------------------------------------------------- power balance

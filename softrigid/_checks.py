@@ -10,12 +10,20 @@ from jax import Array
 
 from ._module import is_concrete
 
-__all__ = ["as_placement", "as_scalar", "as_vector", "check_state"]
+__all__ = ["as_float", "as_placement", "as_scalar", "as_vector", "check_state"]
+
+
+def as_float(value: Any) -> Array:
+    """A float JAX array; concrete values are converted in NumPy (no JAX dispatch, so building a
+    model compiles nothing), traced ones with `jax.numpy`."""
+    if is_concrete(value):
+        return jnp.asarray(np.asarray(value, dtype=float))
+    return jnp.asarray(value, dtype=float)
 
 
 def as_scalar(name: str, value: Any, *, positive: bool = False, nonnegative: bool = False) -> Array:
     """A float scalar; checked finite (and positive / non-negative) when concrete."""
-    arr = jnp.asarray(value, dtype=float)
+    arr = as_float(value)
     if arr.shape != ():
         raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
     if is_concrete(arr):
@@ -31,7 +39,7 @@ def as_scalar(name: str, value: Any, *, positive: bool = False, nonnegative: boo
 
 def as_vector(name: str, value: Any, size: int) -> Array:
     """A float vector of shape `(size,)`, checked finite when concrete."""
-    arr = jnp.asarray(value, dtype=float)
+    arr = as_float(value)
     if arr.shape != (size,):
         raise ValueError(f"{name} must have shape ({size},), got {arr.shape}")
     if is_concrete(arr) and not bool(np.all(np.isfinite(np.asarray(arr)))):
@@ -45,23 +53,24 @@ def as_placement(name: str, value: Any) -> tuple[Array, Array]:
     The rotation is checked orthonormal with determinant +1 (to 1e-8) when concrete.
     """
     if value is None:
-        return jnp.eye(3), jnp.zeros(3)
+        return as_float(np.eye(3)), as_float(np.zeros(3))
     if isinstance(value, (tuple, list)) and len(value) == 2:
-        rot = jnp.asarray(value[0], dtype=float)
-        trans = jnp.asarray(value[1], dtype=float)
+        rot = as_float(value[0])
+        trans = as_float(value[1])
         if rot.shape != (3, 3) or trans.shape != (3,):
             raise ValueError(
                 f"{name} as (R, t) needs R (3, 3) and t (3,), got {rot.shape} and {trans.shape}"
             )
     else:
-        mat = jnp.asarray(value, dtype=float)
+        concrete = is_concrete(value)
+        mat = np.asarray(value, dtype=float) if concrete else jnp.asarray(value, dtype=float)
         if mat.shape != (4, 4):
             raise ValueError(
                 f"{name} must be a 4x4 homogeneous matrix or an (R, t) pair, got {mat.shape}"
             )
-        if is_concrete(mat) and not np.allclose(np.asarray(mat[3]), [0, 0, 0, 1], atol=1e-12):
+        if concrete and not np.allclose(mat[3], [0, 0, 0, 1], atol=1e-12):
             raise ValueError(f"{name}: last row of a homogeneous matrix must be (0, 0, 0, 1)")
-        rot, trans = mat[:3, :3], mat[:3, 3]
+        rot, trans = as_float(mat[:3, :3]), as_float(mat[:3, 3])
     if is_concrete(rot, trans):
         r = np.asarray(rot)
         if not (np.all(np.isfinite(r)) and np.all(np.isfinite(np.asarray(trans)))):

@@ -8,13 +8,13 @@ the density multiplies them in the body.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .._module import module, static
+from .._module import is_concrete, module, static
 
 if TYPE_CHECKING:
     from ._mesh import ReferenceMesh
@@ -122,17 +122,25 @@ def _check_order(name: str, value: int, minimum: int = 1) -> int:
     return int(value)
 
 
-def _check_positive(name: str, value: object) -> Array:
-    arr = jnp.asarray(value, dtype=float)
+def _check_positive(name: str, value: object) -> float | Array:
+    """A positive finite scalar: a Python float when concrete (rules are then built in NumPy,
+    with no JAX dispatch or compilation), the tracer itself under a transformation."""
+    if not is_concrete(value):
+        if jnp.shape(value) != ():
+            raise ValueError(f"{name} must be a scalar, got shape {jnp.shape(value)}")
+        return jnp.asarray(value, dtype=float)
+    arr = np.asarray(value, dtype=float)
     if arr.shape != ():
         raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
-    try:
-        concrete = float(arr)
-    except Exception:  # a tracer: the value is checked where it is concrete
-        return arr
+    concrete = float(arr)
     if not np.isfinite(concrete) or concrete <= 0:
         raise ValueError(f"{name} must be finite and positive, got {concrete}")
-    return arr
+    return concrete
+
+
+def _xp(*values: object) -> Any:
+    """NumPy when every size is concrete, `jax.numpy` when one is traced (differentiable)."""
+    return np if is_concrete(*values) else jnp
 
 
 def _gauss(order: int) -> tuple[np.ndarray, np.ndarray]:
@@ -143,11 +151,12 @@ def _gauss(order: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _axial_product(z: Array, wz: Array, section: Array, ws: Array) -> tuple[Array, Array]:
     """Tensor product, axial-major: rows of equal `x3`."""
+    xp = _xp(z, wz, section, ws)
     na, ns = z.shape[0], section.shape[0]
-    pts = jnp.concatenate(
+    pts = xp.concatenate(
         [
-            jnp.broadcast_to(section[None], (na, ns, 2)),
-            jnp.broadcast_to(z[:, None, None], (na, ns, 1)),
+            xp.broadcast_to(section[None], (na, ns, 2)),
+            xp.broadcast_to(z[:, None, None], (na, ns, 1)),
         ],
         axis=-1,
     ).reshape(na * ns, 3)
@@ -160,18 +169,19 @@ def segment(length: float, order: int = 4) -> QuadratureRule:
     degree `2·order − 1`."""
     order = _check_order("segment: order", order)
     length = _check_positive("segment: length", length)
+    xp = _xp(length)
     z, wz = _gauss(order)
-    zeros = jnp.zeros(order)
-    pts = jnp.stack([zeros, zeros, length * z], axis=-1)
+    zeros = np.zeros(order)
+    pts = xp.stack([zeros, zeros, length * z], axis=-1)
     return QuadratureRule(
         pts,
         length * wz,
-        pivot=jnp.stack([0.0, 0.0, length]),
-        contact_a=jnp.stack([length, 0.0, length]),
-        contact_b=jnp.stack([0.0, length, length]),
+        pivot=xp.stack([0.0, 0.0, length]),
+        contact_a=xp.stack([length, 0.0, length]),
+        contact_b=xp.stack([0.0, length, length]),
         n_axial=order,
         geometry="segment",
-        dimensions=jnp.stack([length]),
+        dimensions=xp.stack([length]),
     )
 
 
@@ -188,24 +198,25 @@ def box(size: tuple[float, float, float], order: int | tuple[int, int, int] = 3)
     if len(orders) != 3:
         raise ValueError(f"box: order must be an int or three ints, got {order!r}")
     n1, n2, n3 = (_check_order(f"box: order[{i}]", o) for i, o in enumerate(orders))
+    xp = _xp(a, b, length)
     x1, w1 = _gauss(n1)
     x2, w2 = _gauss(n2)
     z, wz = _gauss(n3)
-    sx = a * (jnp.asarray(x1) - 0.5)
-    sy = b * (jnp.asarray(x2) - 0.5)
-    section = jnp.stack(jnp.meshgrid(sx, sy, indexing="ij"), -1).reshape(-1, 2)
-    ws = (a * b) * jnp.outer(w1, w2).reshape(-1)
-    pts, w = _axial_product(length * jnp.asarray(z), length * jnp.asarray(wz), section, ws)
-    half = 0.5 * jnp.minimum(a, b)
+    sx = a * (x1 - 0.5)
+    sy = b * (x2 - 0.5)
+    section = xp.stack(xp.meshgrid(sx, sy, indexing="ij"), -1).reshape(-1, 2)
+    ws = (a * b) * np.outer(w1, w2).reshape(-1)
+    pts, w = _axial_product(length * z, length * wz, section, ws)
+    half = 0.5 * xp.minimum(a, b)
     return QuadratureRule(
         pts,
         w,
-        pivot=jnp.stack([0.0, 0.0, length]),
-        contact_a=jnp.stack([half, 0.0, length]),
-        contact_b=jnp.stack([0.0, half, length]),
+        pivot=xp.stack([0.0, 0.0, length]),
+        contact_a=xp.stack([half, 0.0, length]),
+        contact_b=xp.stack([0.0, half, length]),
         n_axial=n3,
         geometry="box",
-        dimensions=jnp.stack([a, b, length]),
+        dimensions=xp.stack([a, b, length]),
     )
 
 
@@ -219,27 +230,28 @@ def _annulus(
     geometry: str,
     dimensions: Array,
 ) -> QuadratureRule:
+    xp = _xp(inner, outer, length)
     r, wr = _gauss(n_radial)
-    rad = inner + (outer - inner) * jnp.asarray(r)
-    wrad = (outer - inner) * jnp.asarray(wr) * rad  # radial weight r
+    rad = inner + (outer - inner) * r
+    wrad = (outer - inner) * wr * rad  # radial weight r
     ang = 2.0 * np.pi * np.arange(n_angular) / n_angular
     wang = 2.0 * np.pi / n_angular  # uniform periodic rule: exact for trig degree < n_angular
-    section = jnp.stack(
+    section = xp.stack(
         [
             (rad[:, None] * np.cos(ang)[None, :]).reshape(-1),
             (rad[:, None] * np.sin(ang)[None, :]).reshape(-1),
         ],
         -1,
     )
-    ws = jnp.repeat(wrad * wang, n_angular)
+    ws = xp.repeat(wrad * wang, n_angular)
     z, wz = _gauss(n_axial)
-    pts, w = _axial_product(length * jnp.asarray(z), length * jnp.asarray(wz), section, ws)
+    pts, w = _axial_product(length * z, length * wz, section, ws)
     return QuadratureRule(
         pts,
         w,
-        pivot=jnp.stack([0.0, 0.0, length]),
-        contact_a=jnp.stack([outer, 0.0, length]),
-        contact_b=jnp.stack([0.0, outer, length]),
+        pivot=xp.stack([0.0, 0.0, length]),
+        contact_a=xp.stack([outer, 0.0, length]),
+        contact_b=xp.stack([0.0, outer, length]),
         n_axial=n_axial,
         geometry=geometry,
         dimensions=dimensions,
@@ -268,14 +280,14 @@ def cylinder(
     radius = _check_positive("cylinder: radius", radius)
     length = _check_positive("cylinder: length", length)
     return _annulus(
-        jnp.zeros(()),
+        0.0,
         radius,
         length,
         n_axial,
         n_radial,
         n_angular,
         "cylinder",
-        jnp.stack([radius, length]),
+        _xp(radius, length).stack([radius, length]),
     )
 
 
@@ -297,11 +309,7 @@ def tube(
     inner = _check_positive("tube: inner_radius", inner_radius)
     outer = _check_positive("tube: outer_radius", outer_radius)
     length = _check_positive("tube: length", length)
-    try:
-        ordered = float(inner) < float(outer)
-    except Exception:  # traced radii: checked where concrete
-        ordered = True
-    if not ordered:
+    if is_concrete(inner, outer) and not inner < outer:
         raise ValueError(
             f"tube: inner_radius ({float(inner)}) must be smaller than outer_radius ({float(outer)})"
         )
@@ -313,5 +321,5 @@ def tube(
         n_radial,
         n_angular,
         "tube",
-        jnp.stack([inner, outer, length]),
+        _xp(inner, outer, length).stack([inner, outer, length]),
     )

@@ -431,8 +431,9 @@ class Bend3D(Primitive):
         h = r(z) + R(z) (ρ'1, ρ'2, 0),      ρ' = (x, y) / (ψ(u) √ν3),
         u = (2/3)(κ̃1 y − κ̃2 x) / ν3^{3/2},  ψ³ − ψ = u,  ψ(0) = 1   (φ = 1/ψ: φ² + uφ³ = 1),
 
-    so `det = (φ² + uφφ')(1 + 3uφ/2) = 1` (to the accuracy of the rule for `r`: rounding for
-    bending angles `|Θ| ≲ 2` with the default 8 nodes). The fibres on the inner side of the
+    so `det = (φ² + uφφ')(1 + 3uφ/2) = 1` to the accuracy of the rule for `r` and of the
+    modes' integrals (rounding for bending angles `|Θ| ≲ 2` with the default 8 nodes and
+    `Polynomial` modes, whose integrals are exact; raise `n_gauss` for faster-varying modes). The fibres on the inner side of the
     bend (`u < 0`) widen, the outer ones narrow. Smooth at zero curvature (`ψ` is analytic at
     `u = 0`; the root has a custom JVP, so derivatives of every order are exact). Valid while
     `ν3 > 0` and `u > −2/√27` (the inner fibre is not crushed: `|κ| R ≲ 0.58 ν3^{3/2}` for a
@@ -483,51 +484,58 @@ class Bend3D(Primitive):
         """The bending-angle vector `(Θ1, Θ2) = ∫_0^z (κ1, κ2)` `(2,)`."""
         return jnp.stack([self._field(0, z, q, True), self._field(1, z, q, True)])
 
-    def _rotation(self, th: Array) -> tuple[Array, Array]:
-        # R = I + A Θ^ + B Θ^² for Θ = (th1, th2, 0), and t = |Θ|²
+    def _rotation(self, th: Array, a: Array, b: Array) -> Array:
+        """`R = I + A Θ^ + B Θ^²` for `Θ = (th1, th2, 0)` `(3, 3)`."""
         t = th[0] * th[0] + th[1] * th[1]
-        a, b = coef_a(t), coef_b(t)
-        rot = jnp.stack(
+        return jnp.stack(
             [
                 jnp.stack([1.0 - b * th[1] * th[1], b * th[0] * th[1], a * th[1]]),
                 jnp.stack([b * th[0] * th[1], 1.0 - b * th[0] * th[0], -a * th[0]]),
                 jnp.stack([-a * th[1], a * th[0], 1.0 - b * t]),
             ]
         )
-        return rot, t
 
-    def backbone_frame(self, z: Array, q: Array) -> tuple[Array, Array]:
-        """`g(z) = (R (3, 3), r (3,))` of the backbone."""
+    def _position(self, z: Array, q: Array) -> Array:
+        """`r(z) = ∫_0^z ν3 R e3` `(3,)` by the Gauss–Legendre rule of `n_gauss` nodes."""
         t_nodes, w = _gauss(self.n_gauss)
         s = z * jnp.asarray(t_nodes, dtype=jnp.result_type(z, float))
 
         def tangent(si: Array) -> Array:
-            rot, _ = self._rotation(self.angles(si, q))
-            return self.stretch(si, q) * rot[:, 2]  # ν3 R e3
+            # ν3 R e3 = ν3 (A Θ2, −A Θ1, 1 − B t)
+            th = self.angles(si, q)
+            t = th @ th
+            a = coef_a(t)
+            return self.stretch(si, q) * jnp.stack([a * th[1], -a * th[0], 1.0 - coef_b(t) * t])
 
-        r = z * (jnp.asarray(w, dtype=s.dtype) @ jax.vmap(tangent)(s))
-        return self._rotation(self.angles(z, q))[0], r
+        return z * (jnp.asarray(w, dtype=s.dtype) @ jax.vmap(tangent)(s))
 
-    def _section(self, x: Array, q: Array) -> tuple[Array, Array, Array]:
-        """`(R, r, u)` at the point `x`."""
-        rot, r = self.backbone_frame(x[2], q)
-        th = self.angles(x[2], q)
-        kappa = jnp.stack([self._field(0, x[2], q, False), self._field(1, x[2], q, False)])
+    def backbone_frame(self, z: Array, q: Array) -> tuple[Array, Array]:
+        """`g(z) = (R (3, 3), r (3,))` of the backbone."""
+        th = self.angles(z, q)
         t = th @ th
+        return self._rotation(th, coef_a(t), coef_b(t)), self._position(z, q)
+
+    def _section(self, x: Array, q: Array) -> tuple[Array, Array, Array, Array]:
+        """`(R, r, u, ν3)` at the point `x`."""
+        z = x[2]
+        th = self.angles(z, q)
+        t = th @ th
+        a = coef_a(t)
+        kappa = jnp.stack([self._field(0, z, q, False), self._field(1, z, q, False)])
         # κ̃ = A κ + C Θ (Θ · κ), in-plane components
-        bent = coef_a(t) * kappa + coef_c(t) * th * (th @ kappa)
-        nu = self.stretch(x[2], q)
+        bent = a * kappa + coef_c(t) * th * (th @ kappa)
+        nu = self.stretch(z, q)
         u = (2.0 / 3.0) * (bent[0] * x[1] - bent[1] * x[0]) / (nu * jnp.sqrt(nu))
-        return rot, r, u
+        return self._rotation(th, a, coef_b(t)), self._position(z, q), u, nu
 
     def __call__(self, x: Array, q: Array) -> Array:
-        rot, r, u = self._section(x, q)
-        scale = 1.0 / (psi_root(u) * jnp.sqrt(self.stretch(x[2], q)))
+        rot, r, u, nu = self._section(x, q)
+        scale = 1.0 / (psi_root(u) * jnp.sqrt(nu))
         return r + rot[:, 0] * (scale * x[0]) + rot[:, 1] * (scale * x[1])
 
     def valid(self, x: Array, q: Array) -> Array:
-        nu = self.stretch(x[2], q)
-        return (nu > 0) & (self._section(x, q)[2] > U_MIN)
+        _, _, u, nu = self._section(x, q)
+        return (nu > 0) & (u > U_MIN)
 
     def condition(self) -> str:
         return "ν3 > 0 and u = (2/3)(κ̃1 x2 − κ̃2 x1)/ν3^{3/2} > −2/√27"

@@ -201,22 +201,37 @@ def box(size: tuple[float, float, float], order: int | tuple[int, int, int] = 3)
     xp = _xp(a, b, length)
     x1, w1 = _gauss(n1)
     x2, w2 = _gauss(n2)
-    z, wz = _gauss(n3)
     sx = a * (x1 - 0.5)
     sy = b * (x2 - 0.5)
     section = xp.stack(xp.meshgrid(sx, sy, indexing="ij"), -1).reshape(-1, 2)
     ws = (a * b) * np.outer(w1, w2).reshape(-1)
+    dimensions = xp.stack([a, b, length])
+    return _prism(section, ws, length, n3, 0.5 * xp.minimum(a, b), "box", dimensions)
+
+
+def _prism(
+    section: Array,
+    ws: Array,
+    length: Array,
+    n_axial: int,
+    reach: Array,
+    geometry: str,
+    dimensions: Array,
+) -> QuadratureRule:
+    """The product of a section rule `(section (S, 2), ws (S,))` with Gauss–Legendre on
+    `x3 ∈ [0, length]`; default distal points at distance `reach` from the pivot."""
+    xp = _xp(section, ws, length, reach)
+    z, wz = _gauss(n_axial)
     pts, w = _axial_product(length * z, length * wz, section, ws)
-    half = 0.5 * xp.minimum(a, b)
     return QuadratureRule(
         pts,
         w,
         pivot=xp.stack([0.0, 0.0, length]),
-        contact_a=xp.stack([half, 0.0, length]),
-        contact_b=xp.stack([0.0, half, length]),
-        n_axial=n3,
-        geometry="box",
-        dimensions=xp.stack([a, b, length]),
+        contact_a=xp.stack([reach, 0.0, length]),
+        contact_b=xp.stack([0.0, reach, length]),
+        n_axial=n_axial,
+        geometry=geometry,
+        dimensions=dimensions,
     )
 
 
@@ -244,18 +259,7 @@ def _annulus(
         -1,
     )
     ws = xp.repeat(wrad * wang, n_angular)
-    z, wz = _gauss(n_axial)
-    pts, w = _axial_product(length * z, length * wz, section, ws)
-    return QuadratureRule(
-        pts,
-        w,
-        pivot=xp.stack([0.0, 0.0, length]),
-        contact_a=xp.stack([outer, 0.0, length]),
-        contact_b=xp.stack([0.0, outer, length]),
-        n_axial=n_axial,
-        geometry=geometry,
-        dimensions=dimensions,
-    )
+    return _prism(section, ws, length, n_axial, outer, geometry, dimensions)
 
 
 def cylinder(

@@ -6,14 +6,20 @@ build time (robot construction + first call: trace and compile), time per call o
 (IID at q̇ = 0) and of `c` (IID at q̈ = 0) at `q = q̇ = q̈ = 1`, and the relative difference of
 the two inverse dynamics on 100 random states. The baseline is skipped once a build took longer
 than `--el-max-build` seconds (that blow-up is the point of the figure). Figure 2: MIID (one
-pass) against the inertia-based algorithm (n separate IID calls). One JSON object per line.
+pass) against the inertia-based algorithm (n separate IID calls). The build times inside the
+loop profit from what earlier sizes left in JAX's caches, so the build of `--cold` bodies is also
+measured in a fresh interpreter (`scaling.cold_build`: what a user pays once, imports excluded).
+One JSON object per line.
 
-Run: python benchmarks/scaling.py [--sizes 1 2 5 10 20 50] [--el-max-build 120]
+Run: python benchmarks/scaling.py [--sizes 1 2 5 10 20 50] [--el-max-build 120] [--cold 20]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 import time
 
 import jax
@@ -123,6 +129,36 @@ def measure(n: int, args: argparse.Namespace, el_enabled: bool) -> float:
     return el_build if el_build is not None else 0.0
 
 
+_COLD = """
+import json, sys, time
+import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+import softrigid as sr
+from softrigid import joints, kinematics, quadrature
+n, na, nr, nt = (int(a) for a in sys.argv[1:])
+start = time.perf_counter()
+body = sr.SoftBody(kinematics.PlanarConstantCurvature(0.3),
+                   quadrature.cylinder(0.03, 0.3, n_axial=na, n_radial=nr, n_angular=nt),
+                   density=1000.0)
+robot = sr.Robot([sr.Link(joints.Fixed(), body) for _ in range(n)])
+model = time.perf_counter()
+fn = jax.jit(lambda q, qd, qdd: sr.inertial_inverse_dynamics(robot, q, qd, qdd))
+jax.block_until_ready(fn(jnp.ones(n), jnp.zeros(n), jnp.ones(n)))
+done = time.perf_counter()
+print(json.dumps({"model_s": model - start, "build_s": done - start}))
+"""
+
+
+def cold_build(n: int, args: argparse.Namespace) -> None:
+    """Robot construction + first IID call of `n` bodies in a fresh interpreter."""
+    sizes = [str(v) for v in (n, args.n_axial, args.n_radial, args.n_angular)]
+    out = subprocess.run(
+        [sys.executable, "-c", _COLD, *sizes], capture_output=True, text=True, check=True
+    )
+    emit("scaling.cold_build", n_bodies=n, **json.loads(out.stdout.strip().splitlines()[-1]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 5, 10, 20, 50])
@@ -133,8 +169,11 @@ def main() -> None:
     parser.add_argument("--n-axial", type=int, default=4)
     parser.add_argument("--n-radial", type=int, default=2)
     parser.add_argument("--n-angular", type=int, default=3)
+    parser.add_argument("--cold", type=int, nargs="*", default=[20], help="fresh-process builds")
     args = parser.parse_args()
     start = time.perf_counter()
+    for n in args.cold:
+        cold_build(n, args)
     el_enabled = True
     for n in args.sizes:
         el_build = measure(n, args, el_enabled)

@@ -288,7 +288,13 @@ class Tendon(Actuator):
         if not is_concrete(vol, self.offset):
             return
         nodes = np.concatenate([[0.0], _gauss(self.order)[0], [1.0]])
-        pts = np.asarray(jax.vmap(self.path(robot, k))(jnp.asarray(nodes)))
+        # evaluated now even inside a trace (actuation_matrix under jit or jacfwd); a path
+        # that closes over traced values cannot be checked
+        with jax.ensure_compile_time_eval():
+            pts = jax.vmap(self.path(robot, k))(jnp.asarray(nodes))
+        if not is_concrete(pts):
+            return
+        pts = np.asarray(pts)
         if pts.shape != (nodes.size, 3):
             raise ValueError(f"Tendon: path {k} must return (3,) material points")
         w = np.asarray(vol.weights)
@@ -297,7 +303,7 @@ class Tendon(Actuator):
         tol = _INSIDE_TOL * scale
         bad = []
         if vol.pivot is not None:
-            length = float(vol.pivot[2])
+            length = float(np.asarray(vol.pivot)[2])
             out = (pts[:, 2] < -tol) | (pts[:, 2] > length + tol)
             if out.any():
                 bad.append(f"x3 = {pts[out, 2][0]:.6g} outside [0, {length:.6g}]")

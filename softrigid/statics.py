@@ -28,7 +28,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ._dynamics import _proximal_pose, _robot, elastic_energy, potential_energy, world_points
+from ._dynamics import (
+    _elastic_energy,
+    _gravity_energy,
+    _proximal_pose,
+    _robot,
+    world_points,
+)
 from ._loads import PointLoad, check_loads
 from ._math import vee
 from ._model import Robot
@@ -123,8 +129,8 @@ def _residual(
 ) -> tuple[Array, tuple[Array, Array]]:
     """`r(q) = g + s(q, 0) − Q_ext − A(q) u`, with the force scale and `A(q)`."""
     # g = ∂V_g/∂q and s(q, 0) = ∂U/∂q (a Rayleigh function has ∂R/∂q̇ = 0 at q̇ = 0)
-    grav = jax.grad(lambda x: potential_energy(robot, x) - elastic_energy(robot, x))(q)
-    elastic = jax.grad(lambda x: elastic_energy(robot, x))(q)
+    grav = jax.grad(lambda x: _gravity_energy(robot, x))(q)
+    elastic = jax.grad(lambda x: _elastic_energy(robot, x))(q)
     r = grav + elastic
     scale = jnp.maximum(jnp.max(jnp.abs(grav)), jnp.max(jnp.abs(elastic)))
     if loads:

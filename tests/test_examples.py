@@ -1,0 +1,91 @@
+"""The examples' computations at small sizes, checked against physics (imported from
+`examples/` by path; the figures go to `tmp_path`)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import softrigid as sr
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def load_example(name: str):
+    """Import `examples/<name>.py` as a module."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tendon_arm():
+    """The tendon-driven arm with two segments, its sweep (gravity alone, the upper tendon
+    pulled harder, then the lower one added) and an inverse-statics solution."""
+    ex = load_example("tendon_arm_equilibrium")
+    arm = ex.build_arm(n_segments=2, n_axial=2)
+    states = ex.sweep(arm, [(0.0, 0.0), (0.0, 10.0), (0.0, 20.0), (10.0, 20.0)])
+    # a target the arm reaches with known inputs; the inverse statics starts from 25 N each
+    held = sr.equilibrium(arm.robot, jnp.array([-1.0, 30.0, 20.0]), arm.actuators)
+    target = np.asarray(ex.tip_position(arm, held.q))
+    inverse = ex.reach(arm, target)
+    return ex, arm, states, target, inverse
+
+
+def test_tendon_arm_equilibria_balance(tendon_arm):
+    # every returned state satisfies ID(q, 0, 0) = A(q) u (the recursion, not the solver's
+    # energy gradient), converged quadratically in a few Newton steps, and is stable
+    _, arm, states, _, _ = tendon_arm
+    zero = jnp.zeros(arm.robot.n_q)
+    for s in states:
+        # relative to the gravity torques in play
+        scale = float(jnp.max(jnp.abs(sr.gravity_force(arm.robot, jnp.asarray(s.q)))))
+        residual = sr.inverse_dynamics(
+            arm.robot, jnp.asarray(s.q), zero, zero, actuators=arm.actuators, u=jnp.asarray(s.u)
+        )
+        np.testing.assert_allclose(residual, 0.0, atol=1e-10 * scale)
+        assert 1 <= s.iterations <= 5
+        assert s.stable
+
+
+def test_tendon_arm_bends_toward_the_pulled_tendon(tendon_arm):
+    # gravity alone bends the horizontal arm down; pulling the upper tendon (body x1 = −d, the
+    # world's +z side) bends the segments it crosses up, the lower one bends them down
+    _, _, states, _, _ = tendon_arm
+    tip_z = [s.tip[2] for s in states]
+    assert tip_z[0] < 0.0
+    assert tip_z[0] < tip_z[1] < tip_z[2]
+    assert tip_z[3] < tip_z[2]
+    # planar CC coordinate of the first segment (index 1 after the shoulder): A = −d, so the
+    # upper tendon (d < 0) raises q (toward −x1, up) and the lower one (d > 0) lowers it
+    bends = [s.q[1] for s in states]
+    assert bends[0] < 0.0
+    assert bends[0] < bends[1] < bends[2]
+    assert bends[3] < bends[2]
+    # the shoulder spring carries the arm's weight: the same sag angle without tendon
+    # moments on the joint
+    assert all(s.q[0] > 0.0 for s in states)
+
+
+def test_tendon_arm_inverse_statics_reaches_the_target(tendon_arm):
+    _, arm, _, target, inverse = tendon_arm
+    np.testing.assert_allclose(inverse.output, target[[0, 2]], atol=1e-12)
+    assert inverse.output_error < 1e-12
+    # both tendons pull (minimum-norm steps from the 25 N pretension)
+    assert float(inverse.u[1]) > 0.0 and float(inverse.u[2]) > 0.0
+    # (q, u) is an equilibrium: solving the statics under u returns q
+    check = sr.equilibrium(arm.robot, inverse.u, arm.actuators, q0=inverse.q)
+    np.testing.assert_allclose(check.q, inverse.q, atol=1e-10)
+
+
+def test_tendon_arm_plot(tendon_arm, tmp_path):
+    pytest.importorskip("matplotlib")
+    ex, arm, states, target, inverse = tendon_arm
+    path = ex.plot(arm, states, inverse, target, tmp_path / "equilibria.png")
+    assert path.exists()
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

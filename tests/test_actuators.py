@@ -245,3 +245,12 @@ def test_bad_actuators(cc_chain):
         actuation_force(cc_chain, JointMotor(2), q, jnp.ones(2))
     with pytest.raises(ValueError, match="exactly one of region= or volume="):
         PressureChamber(0)
+
+
+def test_actuation_matrix_differentiable_under_jit(cc_chain):
+    # the route check runs inside traces too; l = 2L + d (q0 + q1) is linear, so ∂A/∂q = 0
+    tendon = Tendon([0, 1], (0.02, 0.0))
+    q = jnp.array([0.3, -0.2, 0.5, 0.1])
+    d_a = jax.jit(jax.jacfwd(lambda x: actuation_matrix(cc_chain, tendon, x)))(q)
+    assert d_a.shape == (4, 1, 4)
+    np.testing.assert_allclose(d_a, 0.0, atol=1e-12)

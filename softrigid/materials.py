@@ -223,7 +223,33 @@ class IncompressibleNeoHookean(_Solid):
 
 
 @module
-class CompressibleNeoHookean(_Solid):
+class _LameSolid(_Solid):
+    """An isotropic solid of Lamé constants `μ, λ` with Kelvin–Voigt damping of modulus
+    `ℂ₀`: `E : ℂ₀ : E = λ (tr E)² + 2μ E : E`."""
+
+    mu: Array
+    lam: Array
+    eta: Array
+
+    def __init__(self, mu: Any, lam: Any, eta: Any = 0.0) -> None:
+        name = type(self).__name__
+        mu, lam = _check_lame(name, mu, lam)
+        object.__setattr__(self, "mu", mu)
+        object.__setattr__(self, "lam", lam)
+        object.__setattr__(self, "eta", _check_eta(name, eta))
+
+    @classmethod
+    def from_young(cls, E: Any, nu: Any, eta: Any = 0.0) -> _LameSolid:
+        """From Young's modulus `E` [Pa] and Poisson's ratio `ν` (see `lame_parameters`)."""
+        return cls(*lame_parameters(E, nu), eta=eta)
+
+    def small_strain(self, E: Array) -> Array:
+        # E : ℂ₀ : E = λ (tr E)² + 2μ E : E
+        return self.lam * jnp.trace(E) ** 2 + 2.0 * self.mu * jnp.sum(E * E)
+
+
+@module
+class CompressibleNeoHookean(_LameSolid):
     """Compressible neo-Hookean solid,
 
         W = μ/2 (I₁ − 3 − 2 ln J) + λ/2 (ln J)²,    I₁ = tr FᵀF,  J = det F.
@@ -237,33 +263,14 @@ class CompressibleNeoHookean(_Solid):
         eta: damping time `η ≥ 0` [s].
     """
 
-    mu: Array
-    lam: Array
-    eta: Array
-
-    def __init__(self, mu: Any, lam: Any, eta: Any = 0.0) -> None:
-        mu, lam = _check_lame("CompressibleNeoHookean", mu, lam)
-        object.__setattr__(self, "mu", mu)
-        object.__setattr__(self, "lam", lam)
-        object.__setattr__(self, "eta", _check_eta("CompressibleNeoHookean", eta))
-
-    @classmethod
-    def from_young(cls, E: Any, nu: Any, eta: Any = 0.0) -> CompressibleNeoHookean:
-        """From Young's modulus `E` [Pa] and Poisson's ratio `ν` (see `lame_parameters`)."""
-        return cls(*lame_parameters(E, nu), eta=eta)
-
     def density(self, F: Array) -> Array:
         # W = μ/2 (I₁ − 3 − 2 ln J) + λ/2 (ln J)²
         log_j = jnp.log(jnp.linalg.det(F))
         return 0.5 * self.mu * (jnp.sum(F * F) - 3.0 - 2.0 * log_j) + 0.5 * self.lam * log_j**2
 
-    def small_strain(self, E: Array) -> Array:
-        # E : ℂ₀ : E = λ (tr E)² + 2μ E : E
-        return self.lam * jnp.trace(E) ** 2 + 2.0 * self.mu * jnp.sum(E * E)
-
 
 @module
-class SaintVenantKirchhoff(_Solid):
+class SaintVenantKirchhoff(_LameSolid):
     """Saint-Venant–Kirchhoff solid, `W = μ E : E + λ/2 (tr E)²`, `E = ½ (FᵀF − I)`.
 
     Accurate for large rotations with small strains only (it softens in compression).
@@ -274,28 +281,10 @@ class SaintVenantKirchhoff(_Solid):
         eta: damping time `η ≥ 0` [s].
     """
 
-    mu: Array
-    lam: Array
-    eta: Array
-
-    def __init__(self, mu: Any, lam: Any, eta: Any = 0.0) -> None:
-        mu, lam = _check_lame("SaintVenantKirchhoff", mu, lam)
-        object.__setattr__(self, "mu", mu)
-        object.__setattr__(self, "lam", lam)
-        object.__setattr__(self, "eta", _check_eta("SaintVenantKirchhoff", eta))
-
-    @classmethod
-    def from_young(cls, E: Any, nu: Any, eta: Any = 0.0) -> SaintVenantKirchhoff:
-        """From Young's modulus `E` [Pa] and Poisson's ratio `ν` (see `lame_parameters`)."""
-        return cls(*lame_parameters(E, nu), eta=eta)
-
     def density(self, F: Array) -> Array:
         # W = μ E : E + λ/2 (tr E)²
         e = 0.5 * (F.T @ F - jnp.eye(3, dtype=F.dtype))
         return self.mu * jnp.sum(e * e) + 0.5 * self.lam * jnp.trace(e) ** 2
-
-    def small_strain(self, E: Array) -> Array:
-        return self.lam * jnp.trace(E) ** 2 + 2.0 * self.mu * jnp.sum(E * E)
 
 
 @module

@@ -207,12 +207,13 @@ def test_inverse_dynamics_and_mass_matrix_match_euler_lagrange(name):
         assert np.linalg.eigvalsh(np.asarray(mass)).min() > 0
 
 
-# Robots whose recursion is differentiated by AD at q = 0 (the rod families' charts, where
-# zero curvature is the singular point of sin θ/θ-type terms). For the LVP robots the AD
-# Jacobian compiles for about a minute per robot (third derivatives of Bend3D), so there the
-# recursion's Jacobian is taken by differences like the baseline's; the LVP maps' exact first
-# and second derivatives at q = 0 are checked in test_kinematics_lvp.py.
-AD_JACOBIAN = ("rods", "cosserat_function")
+# Robots whose recursion is differentiated by AD at q = 0: the rod families' charts, where zero
+# curvature is the singular point of sin θ/θ-type terms, and the LVP composition with the planar
+# bend and the gripper's source. For the helicoid robot the AD Jacobian compiles for more than a
+# minute (third derivatives of Bend3D through the recursion), so there the recursion's Jacobian
+# is taken by differences like the baseline's; Bend3D's exact first and second derivatives at
+# q = 0 are checked in test_kinematics_lvp.py.
+AD_JACOBIAN = ("rods", "cosserat_function", "lvp_gripper")
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -106,15 +106,17 @@ def _components(cls: str, strains: Any, degree: Any) -> tuple[tuple[int, ...], t
     return tuple(comps), tuple(degs)
 
 
+@module
 class _Separable(StrainBasis):
     """Basis with the same scalar family `b_k(s)` on each selected component."""
 
     length: Array
-    components: tuple[int, ...]
-    degrees: tuple[int, ...]
-    n: int
+    components: tuple[int, ...] = static()
+    degrees: tuple[int, ...] = static()
+    n: int = static()
 
-    def _setup(self, cls: str, length: Any, strains: Any, degree: Any) -> None:
+    def __init__(self, length: Any, degree: Any = 1, strains: Any = ("bend", "axial")) -> None:
+        cls = type(self).__name__
         comps, degs = _components(cls, strains, degree)
         object.__setattr__(self, "length", check_length(cls, length))
         object.__setattr__(self, "components", comps)
@@ -148,14 +150,6 @@ class Monomial(_Separable):
         strains: components (indices or names, see the module docstring).
     """
 
-    length: Array
-    components: tuple[int, ...] = static()
-    degrees: tuple[int, ...] = static()
-    n: int = static()
-
-    def __init__(self, length: Any, degree: Any = 1, strains: Any = ("bend", "axial")) -> None:
-        self._setup("Monomial", length, strains, degree)
-
     def _functions(self, s: Array, count: int) -> Array:
         out = [jnp.ones_like(s)]
         for _ in range(1, count):
@@ -170,14 +164,6 @@ class Legendre(_Separable):
 
     Args: as `Monomial`.
     """
-
-    length: Array
-    components: tuple[int, ...] = static()
-    degrees: tuple[int, ...] = static()
-    n: int = static()
-
-    def __init__(self, length: Any, degree: Any = 1, strains: Any = ("bend", "axial")) -> None:
-        self._setup("Legendre", length, strains, degree)
 
     def _functions(self, s: Array, count: int) -> Array:
         # (k + 1) P_{k+1} = (2k + 1) t P_k − k P_{k−1}
@@ -195,14 +181,6 @@ class Chebyshev(_Separable):
 
     Args: as `Monomial`.
     """
-
-    length: Array
-    components: tuple[int, ...] = static()
-    degrees: tuple[int, ...] = static()
-    n: int = static()
-
-    def __init__(self, length: Any, degree: Any = 1, strains: Any = ("bend", "axial")) -> None:
-        self._setup("Chebyshev", length, strains, degree)
 
     def _functions(self, s: Array, count: int) -> Array:
         # T_{k+1} = 2 t T_k − T_{k−1}
@@ -225,10 +203,6 @@ class PiecewiseConstant(_Separable):
         strains: components (indices or names, see the module docstring).
     """
 
-    length: Array
-    components: tuple[int, ...] = static()
-    degrees: tuple[int, ...] = static()
-    n: int = static()
     n_pieces: int = static()
     breakpoints: tuple[float, ...] = static()
 
@@ -243,7 +217,7 @@ class PiecewiseConstant(_Separable):
             raise ValueError(
                 f"PiecewiseConstant: n_pieces must be an integer >= 1, got {n_pieces!r}"
             )
-        self._setup("PiecewiseConstant", length, strains, int(n_pieces) - 1)
+        super().__init__(length, int(n_pieces) - 1, strains)
         object.__setattr__(self, "n_pieces", int(n_pieces))
         object.__setattr__(
             self, "breakpoints", tuple(k / n_pieces for k in range(1, int(n_pieces)))

@@ -31,7 +31,8 @@ from ._dynamics import _robot, _states, world_points
 from ._model import Robot
 from ._module import is_concrete, module, static
 from .materials import deformation_gradient
-from .quadrature._rule import QuadratureRule, _gauss
+from .quadrature._gauss import gauss_legendre
+from .quadrature._rule import QuadratureRule
 
 __all__ = [
     "Actuator",
@@ -230,7 +231,7 @@ class Tendon(Actuator):
         A span is evaluated in the distal frame `S_{i−1}` of the body it leaves (lengths do not
         depend on the frame), so the cost is linear in the number of bodies.
         """
-        s, w = (jnp.asarray(a, dtype=q.dtype) for a in _gauss(self.order))
+        s, w = (jnp.asarray(a, dtype=q.dtype) for a in gauss_legendre(self.order))
         ends = jnp.array([0.0, 1.0], dtype=q.dtype)
         total = jnp.zeros((), q.dtype)
         exit_local = None
@@ -287,7 +288,7 @@ class Tendon(Actuator):
         vol = robot.links[i].body.volume
         if not is_concrete(vol, self.offset):
             return
-        nodes = np.concatenate([[0.0], _gauss(self.order)[0], [1.0]])
+        nodes = np.concatenate([[0.0], gauss_legendre(self.order)[0], [1.0]])
         # evaluated now even inside a trace (actuation_matrix under jit or jacfwd); a path
         # that closes over traced values cannot be checked
         with jax.ensure_compile_time_eval():

@@ -15,6 +15,7 @@ import numpy as np
 from jax import Array
 
 from .._module import is_concrete, module, static
+from ._gauss import gauss_legendre
 
 if TYPE_CHECKING:
     from ._mesh import ReferenceMesh
@@ -143,12 +144,6 @@ def _xp(*values: object) -> Any:
     return np if is_concrete(*values) else jnp
 
 
-def _gauss(order: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss–Legendre nodes and weights on [0, 1] (exact for degree 2·order − 1)."""
-    x, w = np.polynomial.legendre.leggauss(order)
-    return 0.5 * (x + 1.0), 0.5 * w
-
-
 def _axial_product(z: Array, wz: Array, section: Array, ws: Array) -> tuple[Array, Array]:
     """Tensor product, axial-major: rows of equal `x3`."""
     xp = _xp(z, wz, section, ws)
@@ -170,7 +165,7 @@ def segment(length: float, order: int = 4) -> QuadratureRule:
     order = _check_order("segment: order", order)
     length = _check_positive("segment: length", length)
     xp = _xp(length)
-    z, wz = _gauss(order)
+    z, wz = gauss_legendre(order)
     zeros = np.zeros(order)
     pts = xp.stack([zeros, zeros, length * z], axis=-1)
     return QuadratureRule(
@@ -199,8 +194,8 @@ def box(size: tuple[float, float, float], order: int | tuple[int, int, int] = 3)
         raise ValueError(f"box: order must be an int or three ints, got {order!r}")
     n1, n2, n3 = (_check_order(f"box: order[{i}]", o) for i, o in enumerate(orders))
     xp = _xp(a, b, length)
-    x1, w1 = _gauss(n1)
-    x2, w2 = _gauss(n2)
+    x1, w1 = gauss_legendre(n1)
+    x2, w2 = gauss_legendre(n2)
     sx = a * (x1 - 0.5)
     sy = b * (x2 - 0.5)
     section = xp.stack(xp.meshgrid(sx, sy, indexing="ij"), -1).reshape(-1, 2)
@@ -221,7 +216,7 @@ def _prism(
     """The product of a section rule `(section (S, 2), ws (S,))` with Gauss–Legendre on
     `x3 ∈ [0, length]`; default distal points at distance `reach` from the pivot."""
     xp = _xp(section, ws, length, reach)
-    z, wz = _gauss(n_axial)
+    z, wz = gauss_legendre(n_axial)
     pts, w = _axial_product(length * z, length * wz, section, ws)
     return QuadratureRule(
         pts,
@@ -246,7 +241,7 @@ def _annulus(
     dimensions: Array,
 ) -> QuadratureRule:
     xp = _xp(inner, outer, length)
-    r, wr = _gauss(n_radial)
+    r, wr = gauss_legendre(n_radial)
     rad = inner + (outer - inner) * r
     wrad = (outer - inner) * wr * rad  # radial weight r
     ang = 2.0 * np.pi * np.arange(n_angular) / n_angular

@@ -10,27 +10,63 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 from jax import Array
 
+from .._checks import copy_params
 from .._module import module, static
 
 __all__ = ["FunctionKinematics", "Kinematics", "as_kinematics"]
+
+# What JAX raises when user code needs a concrete value of a traced argument
+_TRACER_ERRORS = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerArrayConversionError,
+    jax.errors.TracerBoolConversionError,
+    jax.errors.TracerIntegerConversionError,
+)
+
+
+def trace_user(what: str, arguments: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """`jax.eval_shape(fn, *args)` for a user function, with JAX's tracer errors turned into a
+    `TypeError` that names it.
+
+    Args:
+        what: the function as the message names it (for instance `kinematics 'my_map'`).
+        arguments: its traced arguments, in words (for instance `x or q`).
+        fn: the function; `args`: `jax.ShapeDtypeStruct`s (or pytrees of them) for it.
+
+    Any other exception raised by `fn` passes through unchanged.
+    """
+    try:
+        return jax.eval_shape(fn, *args)
+    except _TRACER_ERRORS as err:
+        raise TypeError(
+            f"{what} must be written with jax.numpy and be traceable by JAX: no NumPy on "
+            f"{arguments}, no Python `if`, float() or int() on them (use jnp functions and "
+            f"jnp.where); JAX raised {type(err).__name__}"
+        ) from err
 
 
 class Kinematics(abc.ABC):
     """Abstract body map `f(x, q)`. Subclasses are `@module` pytrees with a static `n_q`.
 
     Override `map_points` to evaluate a whole quadrature rule faster than point by point (for
-    instance once per axial row of a tensor-product rule), and `distal_pose` when the family
-    knows the pose of its distal frame exactly (a Cosserat backbone); otherwise the body builds
-    it from the images of a pivot and two contact points (eqs. (5)–(7) of the seed).
+    instance once per axial row of a tensor-product rule). Two optional capabilities are
+    declared, not probed: a family that knows the pose of its distal frame exactly (a Cosserat
+    backbone) sets `exact_distal = True` and implements `distal_pose`; otherwise the body builds
+    it from the images of a pivot and two contact points (eqs. (5)–(7) of the seed). A family
+    with rigid sections on a backbone sets `has_backbone = True` and implements `backbone`. A
+    family whose capability depends on the instance exposes the flag as a property computed
+    from static fields.
     """
 
     n_q: int
+    exact_distal: ClassVar[bool] = False
+    has_backbone: ClassVar[bool] = False
 
     @abc.abstractmethod
     def __call__(self, x: Array, q: Array) -> Array:
@@ -45,20 +81,29 @@ class Kinematics(abc.ABC):
         del n_axial
         return jax.vmap(self.__call__, in_axes=(0, None))(points, q)
 
-    def backbone(self, x3: Array, q: Array) -> tuple[Array, Array] | None:
-        """Optional rod structure: `(r (R, 3), rot (R, 3, 3))` at the axial coordinates `x3`
-        `(R,)`, declaring that `f(x, q) = r(x3, q) + rot(x3, q) (x1, x2, 0)` (rigid sections on
-        a backbone). A family that gives it lets `SoftBody` integrate tensor-product volumes
-        exactly row by row, with the section's moments, instead of node by node. Default `None`.
+    def backbone(self, x3: Array, q: Array) -> tuple[Array, Array]:
+        """Rod structure `(r (R, 3), rot (R, 3, 3))` at the axial coordinates `x3` `(R,)`:
+
+            f(x, q) = r(x3, q) + rot(x3, q) (x1, x2, 0)    (rigid sections on a backbone).
+
+        Only for families with `has_backbone`; it lets `SoftBody` integrate tensor-product
+        volumes exactly row by row, with the section's moments, instead of node by node.
         """
         del x3, q
-        return None
+        raise NotImplementedError(
+            f"{type(self).__name__} has no backbone (has_backbone is False); "
+            "a family that implements backbone() sets has_backbone = True"
+        )
 
-    def distal_pose(self, q: Array) -> tuple[Array, Array] | None:
-        """Exact pose `(R (3, 3), t (3,))` of the distal frame in the proximal frame, or `None`
-        to build it from contact points."""
+    def distal_pose(self, q: Array) -> tuple[Array, Array]:
+        """Exact pose `(R (3, 3), t (3,))` of the distal frame in the proximal frame, at `q`
+        `(n_q,)`. Only for families with `exact_distal`; the others build it from contact
+        points."""
         del q
-        return None
+        raise NotImplementedError(
+            f"{type(self).__name__} gives no exact distal pose (exact_distal is False); "
+            "a family that implements distal_pose() sets exact_distal = True"
+        )
 
 
 @module
@@ -69,7 +114,8 @@ class FunctionKinematics(Kinematics):
         fn: `fn(x, q) -> (3,)`, or `fn(x, q, params) -> (3,)` when `params` is given.
         n_q: number of body coordinates.
         params: optional pytree of arrays passed to `fn` as traced leaves (for instance the
-            weights of a learned map, so that gradients flow to them).
+            weights of a learned map, so that gradients flow to them). The model keeps a copy:
+            changing the caller's arrays or containers later does not change the body.
         name: shown in error messages (defaults to the function's name).
     """
 
@@ -85,6 +131,7 @@ class FunctionKinematics(Kinematics):
             raise ValueError(f"n_q must be a non-negative integer, got {self.n_q!r}")
         if not self.name:
             object.__setattr__(self, "name", getattr(self.fn, "__name__", repr(self.fn)))
+        object.__setattr__(self, "params", copy_params(self.params))
 
     def __call__(self, x: Array, q: Array) -> Array:
         if self.params is None:
@@ -116,11 +163,16 @@ def as_kinematics(kinematics: Any, n_q: int | None = None, params: Any = None) -
 
 
 def check_map(kin: Kinematics, dtype: Any = float) -> None:
-    """Trace `kin` once on abstract inputs and check it returns a `(3,)` array."""
+    """Trace `kin` once on abstract inputs and check it returns a `(3,)` array.
+
+    Raises a `TypeError` naming the map when it is not traceable by JAX (NumPy on `x` or `q`,
+    a Python `if` or `float()` on them) and a `ValueError` on a wrong output shape; other
+    exceptions from the user's code pass through unchanged.
+    """
     name = getattr(kin, "name", "") or type(kin).__name__
     x = jax.ShapeDtypeStruct((3,), jnp.dtype(dtype))
     q = jax.ShapeDtypeStruct((kin.n_q,), jnp.dtype(dtype))
-    out = jax.eval_shape(kin, x, q)
+    out = trace_user(f"kinematics {name!r}", "x or q", kin, x, q)
     shape = getattr(out, "shape", None)
     if shape != (3,):
         raise ValueError(

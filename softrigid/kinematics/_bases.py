@@ -26,6 +26,7 @@ import numpy as np
 from jax import Array
 
 from .._module import module, static
+from ._base import trace_user
 from ._rod import check_length
 
 __all__ = [
@@ -256,7 +257,8 @@ class FunctionBasis(StrainBasis):
         if not callable(fn):
             raise TypeError(f"FunctionBasis: fn must be callable, got {type(fn).__name__}")
         name = name or getattr(fn, "__name__", repr(fn))
-        out = jax.eval_shape(fn, jax.ShapeDtypeStruct((), jnp.dtype(float)))
+        scalar = jax.ShapeDtypeStruct((), jnp.dtype(float))
+        out = trace_user(f"strain basis {name!r}", "X", fn, scalar)
         shape = getattr(out, "shape", None)
         if shape is None or len(shape) != 2 or shape[0] != 6:
             raise ValueError(

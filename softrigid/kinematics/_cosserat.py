@@ -12,6 +12,7 @@ from jax import Array
 
 from .._checks import as_vector
 from .._module import module, static
+from ._base import trace_user
 from ._bases import StrainBasis, as_basis
 from ._rod import GAUSS2, Rod, check_length, zanna_step
 
@@ -84,7 +85,9 @@ class Cosserat(Rod):
         object.__setattr__(self, "length", check_length("Cosserat", length))
         object.__setattr__(self, "basis", basis)
         if callable(rest_strain):
-            out = jax.eval_shape(rest_strain, jax.ShapeDtypeStruct((), jnp.dtype(float)))
+            name = getattr(rest_strain, "__name__", repr(rest_strain))
+            scalar = jax.ShapeDtypeStruct((), jnp.dtype(float))
+            out = trace_user(f"Cosserat: rest_strain {name!r}", "X", rest_strain, scalar)
             if getattr(out, "shape", None) != (6,):
                 raise ValueError(
                     f"Cosserat: rest_strain(X) must return (6,), got {getattr(out, 'shape', out)}"

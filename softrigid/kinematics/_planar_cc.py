@@ -36,6 +36,8 @@ class PlanarConstantCurvature(Kinematics):
 
     length: Array
     n_q: int = static(default=1, init=False)
+    exact_distal = True
+    has_backbone = True
 
     def __post_init__(self) -> None:
         length = jnp.asarray(self.length, dtype=float)

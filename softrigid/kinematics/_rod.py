@@ -63,6 +63,8 @@ class Rod(Kinematics):
     """
 
     length: Array
+    exact_distal = True
+    has_backbone = True
 
     @abc.abstractmethod
     def frames(self, x3: Array, q: Array) -> tuple[Array, Array]:

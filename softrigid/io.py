@@ -41,10 +41,11 @@ import numpy as np
 from jax import Array
 
 from . import meshing
-from ._bodies import SoftBody
-from ._dynamics import world_points
+from ._chain import world_points
 from ._model import Robot
+from ._soft_body import SoftBody
 from .quadrature import ReferenceMesh
+from .quadrature._mesh import read_mesh, reader_errors
 
 __all__ = [
     "body_meshes",
@@ -65,7 +66,7 @@ def _as_meshio(where: str, value: Any) -> meshio.Mesh:
     if isinstance(value, ReferenceMesh):
         return value.to_meshio()
     if isinstance(value, (str, os.PathLike)):
-        return meshio.read(value)
+        return read_mesh(value, where)
     raise TypeError(
         f"{where}: a mesh must be a meshio.Mesh, a ReferenceMesh or a file path, "
         f"got {type(value).__name__}"
@@ -124,7 +125,7 @@ def body_meshes(robot: Robot, meshes: Any = None) -> tuple[meshio.Mesh | None, .
         One `meshio.Mesh` (or `None`: nothing to draw) per link.
     """
     if not isinstance(robot, Robot):
-        raise TypeError(f"expected a softrigid.Robot, got {type(robot).__name__}")
+        raise TypeError(f"robot must be a softrigid.Robot, got {type(robot).__name__}")
     out = []
     for i, (link, given) in enumerate(zip(robot.links, _mesh_entries(robot, meshes))):
         if given is not None:
@@ -144,6 +145,7 @@ def body_meshes(robot: Robot, meshes: Any = None) -> tuple[meshio.Mesh | None, .
             pts = np.asarray(mesh.points, dtype=float)
             if pts.ndim != 2 or pts.shape[1] != 3 or not np.all(np.isfinite(pts)):
                 raise ValueError(f"link {i}: mesh points must be finite with shape (N, 3)")
+            _check_cells(f"link {i}", mesh)
         out.append(mesh)
     return tuple(out)
 
@@ -163,6 +165,8 @@ def _positions(
 ) -> list[np.ndarray]:
     """World node positions `(S, N, 3)` of all drawn bodies, concatenated over bodies."""
     links = tuple(i for i, m in enumerate(refs) if m is not None)
+    if not links:
+        return [np.zeros((0, 3)) for _ in range(qs.shape[0])]
     points = tuple(jnp.asarray(refs[i].points, dtype=qs.dtype) for i in links)
     frames = []
     for start in range(0, qs.shape[0], _CHUNK):
@@ -196,8 +200,27 @@ def _merge(refs: Sequence[meshio.Mesh | None]) -> meshio.Mesh:
     return meshio.Mesh(np.concatenate(points), cells, cell_data={"link": link_data})
 
 
+def _path(where: str, path: Any) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{where}: path must be a str or a Path, got {type(path).__name__}")
+    return Path(path)
+
+
+def _write_mesh(where: str, path: Path, mesh: meshio.Mesh, **options: Any) -> None:
+    """`meshio.write`, its failures (an unknown suffix, cells the format cannot hold) a
+    `ValueError` naming the file; `OSError`s (no such folder, no permission) pass unchanged."""
+    try:
+        meshio.write(path, mesh, **options)
+    except OSError:
+        raise
+    except (Exception, SystemExit) as err:
+        raise ValueError(
+            f"{where}: cannot write {str(path)!r} ({type(err).__name__}: {err})"
+        ) from None
+
+
 def _configurations(robot: Robot, q: Any, batched: bool) -> np.ndarray:
-    arr = np.asarray(q, dtype=float)
+    arr = meshing._real_array("q", q, finite=False)
     shape = "(S, n_q)" if batched else "(n_q,)"
     if arr.ndim != (2 if batched else 1) or arr.shape[-1] != robot.n_q:
         raise ValueError(f"q must have shape {shape} with n_q = {robot.n_q}, got {arr.shape}")
@@ -239,17 +262,19 @@ def deformed_meshes(robot: Robot, q: Any, meshes: Any = None) -> tuple[meshio.Me
 def write_state(path: str | os.PathLike, robot: Robot, q: Any, meshes: Any = None) -> None:
     """Write the robot at configuration `q` to one mesh file (format by suffix; `.vtu` opens
     in ParaView): all drawn bodies at their world positions, cell field `link` (link index),
-    point field `material_coordinates`."""
+    point field `material_coordinates`. A format meshio cannot write (an unknown suffix, cells
+    it cannot hold) is a `ValueError` naming the file."""
+    path = _path("write_state", path)
     refs = body_meshes(robot, meshes)
     q = _configurations(robot, q, batched=False)
     merged = _merge(refs)
     merged.point_data["material_coordinates"] = merged.points
     merged.points = _positions(robot, q[None], refs)[0]
-    meshio.write(path, merged)
+    _write_mesh("write_state", path, merged)
 
 
 def _times(t: Any, n: int) -> np.ndarray:
-    times = np.asarray(t, dtype=float)
+    times = meshing._real_array("t", t, finite=False)
     if times.shape != (n,):
         raise ValueError(f"t must have shape ({n},), one time per configuration, got {times.shape}")
     if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0):
@@ -281,10 +306,14 @@ def write_trajectory(
 
     Every frame carries the cell field `link` and the point field `material_coordinates`.
     """
-    path = Path(path)
+    path = _path("write_trajectory", path)
     suffix = path.suffix.lower()
     if suffix not in (".pvd", ".xdmf"):
         raise ValueError(f"write_trajectory: path must end in .pvd or .xdmf, got {path.name!r}")
+    if suffix == ".xdmf" and data_format not in ("XML", "HDF"):
+        raise ValueError(
+            f"write_trajectory: data_format must be 'XML' or 'HDF', got {data_format!r}"
+        )
     refs = body_meshes(robot, meshes)
     qs = _configurations(robot, q, batched=True)
     times = _times(t, qs.shape[0])
@@ -317,7 +346,7 @@ def _write_pvd(
             point_data={"material_coordinates": material},
             cell_data=merged.cell_data,
         )
-        meshio.write(folder / name, frame, file_format="vtu")
+        _write_mesh("write_trajectory", folder / name, frame, file_format="vtu")
         ET.SubElement(
             collection,
             "DataSet",
@@ -370,23 +399,73 @@ def read_trajectory(path: str | os.PathLike) -> tuple[np.ndarray, list[meshio.Me
     Returns:
         `(t (S,), frames)`: one `meshio.Mesh` per time whose points are the world positions
         (for `.xdmf`: the stored `position` field) with the stored point and cell fields.
+
+    Raises:
+        FileNotFoundError: no file at `path` (or a frame file a `.pvd` lists is missing).
+        ValueError: a suffix other than `.pvd`/`.xdmf`, or a file (or frame) that is empty,
+            corrupt or not a time series; the message names the file.
     """
-    path = Path(path)
-    if path.suffix.lower() == ".pvd":
-        root = ET.parse(path).getroot()
-        sets = root.findall("./Collection/DataSet")
-        times = np.array([float(d.get("timestep")) for d in sets])
-        return times, [meshio.read(path.parent / d.get("file")) for d in sets]
-    if path.suffix.lower() == ".xdmf":
-        times, frames = [], []
+    path = _path("read_trajectory", path)
+    suffix = path.suffix.lower()
+    if suffix not in (".pvd", ".xdmf"):
+        raise ValueError(f"read_trajectory: path must end in .pvd or .xdmf, got {path.name!r}")
+    if not path.exists():
+        raise FileNotFoundError(f"read_trajectory: file {str(path)!r} not found")
+    if not path.is_file() or path.stat().st_size == 0:
+        raise ValueError(f"read_trajectory: {str(path)!r} is empty or not a file")
+    if suffix == ".pvd":
+        times, files = _pvd_frames(path)
+        return times, [read_mesh(f, f"read_trajectory: frame {k}") for k, f in enumerate(files)]
+    times, frames = [], []
+    with reader_errors(f"read_trajectory: cannot read the XDMF time series {str(path)!r}"):
         with meshio.xdmf.TimeSeriesReader(path) as reader:
             _, cells = reader.read_points_cells()
             for k in range(reader.num_steps):
                 time, point_data, cell_data = reader.read_data(k)
                 times.append(time)
                 frames.append(meshio.Mesh(point_data["position"], cells, point_data, cell_data))
-        return np.array(times, dtype=float), frames
-    raise ValueError(f"read_trajectory: path must end in .pvd or .xdmf, got {path.name!r}")
+    return np.array(times, dtype=float), frames
+
+
+def _pvd_frames(path: Path) -> tuple[np.ndarray, list[Path]]:
+    """Times and frame files of a ParaView collection (`.pvd`)."""
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as err:
+        raise ValueError(
+            f"read_trajectory: {str(path)!r} is not a valid .pvd (XML) file: {err}"
+        ) from None
+    sets = root.findall("./Collection/DataSet")
+    if root.tag != "VTKFile" or not sets:
+        raise ValueError(
+            f"read_trajectory: {str(path)!r} is not a ParaView collection "
+            "(no VTKFile/Collection/DataSet entries)"
+        )
+    times, files = [], []
+    for k, entry in enumerate(sets):
+        time, file = entry.get("timestep"), entry.get("file")
+        try:
+            times.append(float(time))
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"read_trajectory: DataSet {k} of {str(path)!r} has no valid timestep "
+                f"(got {time!r})"
+            ) from None
+        if not file:
+            raise ValueError(f"read_trajectory: DataSet {k} of {str(path)!r} names no file")
+        files.append(path.parent / file)
+    return np.array(times, dtype=float), files
+
+
+def _check_cells(where: str, mesh: meshio.Mesh) -> None:
+    """Every cell block holds integer node indices within the mesh's points."""
+    n = len(mesh.points)
+    for block in mesh.cells:
+        data = np.asarray(block.data)
+        if data.dtype.kind not in "iu":
+            raise ValueError(f"{where}: {block.type} cells must hold integer node indices")
+        if data.size and (data.min() < 0 or data.max() >= n):
+            raise ValueError(f"{where}: {block.type} cells reference nodes outside [0, {n})")
 
 
 def surface(mesh: meshio.Mesh) -> meshio.Mesh:
@@ -401,6 +480,7 @@ def surface(mesh: meshio.Mesh) -> meshio.Mesh:
     """
     if not isinstance(mesh, meshio.Mesh):
         raise TypeError(f"surface: expected a meshio.Mesh, got {type(mesh).__name__}")
+    _check_cells("surface", mesh)
     blocks = []
     for block in mesh.cells:
         if block.type == "tetra":

@@ -51,19 +51,60 @@ def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
 
 
 def _positive_float(name: str, value: Any) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite positive number, got {value!r}") from None
+    arr = None if isinstance(value, (str, bytes)) or value is None else np.asarray(value)
+    if arr is None or arr.dtype.kind not in "iuf" or arr.shape != ():
+        raise TypeError(f"{name} must be a finite positive number, got {value!r}")
+    v = float(arr)
     if not math.isfinite(v) or v <= 0:
         raise ValueError(f"{name} must be a finite positive number, got {value!r}")
     return v
 
 
+def _real_array(name: str, value: Any, finite: bool = True) -> np.ndarray:
+    """A float64 copy of `value`: a `TypeError` naming it when it holds no real numbers
+    (strings, complex, objects, booleans), a `ValueError` when not finite (if `finite`)."""
+    arr = None if isinstance(value, (str, bytes)) or value is None else np.asarray(value)
+    if arr is None or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
+    arr = arr.astype(float)
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return arr
+
+
+def _index_array(name: str, value: Any) -> np.ndarray:
+    """Node indices as int64; integral floats are accepted, fractions and negatives refused."""
+    arr = None if isinstance(value, (str, bytes)) or value is None else np.asarray(value)
+    if arr is None or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be an array of node indices, got {type(value).__name__}")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
+        raise ValueError(f"{name} must hold integer node indices")
+    arr = arr.astype(np.int64)
+    if arr.size and arr.min() < 0:
+        raise ValueError(f"{name} must hold non-negative node indices")
+    return arr
+
+
+def _sequence(name: str, value: Any, n: int, what: str) -> Sequence[Any]:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__} {value!r}")
+    if np.ndim(value) != 1 or len(value) != n:
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return value
+
+
 def tet_volumes(points: np.ndarray, cells: np.ndarray) -> np.ndarray:
     """Signed volumes `(E,)` of the linear tetrahedra on the first four nodes of each cell:
     `V = det[x1 − x0, x2 − x0, x3 − x0] / 6`."""
-    p = np.asarray(points, dtype=float)[np.asarray(cells)[:, :4]]
+    pts = _real_array("tet_volumes: points", points)
+    conn = _index_array("tet_volumes: cells", cells)
+    if pts.ndim != 2 or pts.shape[1] != 3:
+        raise ValueError(f"tet_volumes: points must have shape (N, 3), got {pts.shape}")
+    if conn.ndim != 2 or conn.shape[1] not in (4, 10):
+        raise ValueError(f"tet_volumes: cells must have shape (E, 4) or (E, 10), got {conn.shape}")
+    if conn.size and conn.max() >= pts.shape[0]:
+        raise ValueError(f"tet_volumes: cells reference nodes outside [0, {pts.shape[0]})")
+    p = pts[conn[:, :4]]
     return np.linalg.det(p[:, 1:] - p[:, :1]) / 6.0
 
 
@@ -78,7 +119,7 @@ def boundary_faces(cells: np.ndarray) -> np.ndarray:
         `(F, 3)` triangles (or `(F, 6)` `triangle6` for `tetra10`), ordered counter-clockwise
         seen from outside (outward normals), in the order of first appearance.
     """
-    cells = np.asarray(cells)
+    cells = _index_array("boundary_faces: cells", cells)
     if cells.ndim != 2 or cells.shape[1] not in (4, 10):
         raise ValueError(
             f"boundary_faces: cells must have shape (E, 4) or (E, 10), got {cells.shape}"
@@ -123,8 +164,8 @@ def disk_section(
         `points (P, 2)`, counter-clockwise `triangles (T, 3)` and `band (T,)`, the index `j` of
         the ring interval `[r_j, r_{j+1}]` each triangle lies in.
     """
-    r = np.asarray(radii, dtype=float)
-    if r.ndim != 1 or r.size < 2 or not np.all(np.isfinite(r)) or r[0] < 0:
+    r = _real_array("disk_section: radii", radii)
+    if r.ndim != 1 or r.size < 2 or r[0] < 0:
         raise ValueError(
             f"disk_section: radii must be >= 2 finite non-negative values, got {radii!r}"
         )
@@ -205,24 +246,33 @@ def extrude(
         A `meshio.Mesh` with one `tetra` block of positively oriented elements.
 
     Raises:
-        ValueError: bad shapes, non-increasing levels, or an element that comes out degenerate
-            (for instance too much twist per layer).
+        TypeError: inputs that are not numbers (or `keep` not booleans).
+        ValueError: bad shapes, non-finite values, fractional or negative node indices,
+            non-increasing levels, or an element that comes out degenerate (for instance too
+            much twist per layer).
     """
-    sec = np.asarray(section_points, dtype=float)
-    tri = np.asarray(triangles, dtype=np.int64)
-    levels = np.asarray(z, dtype=float)
+    sec = _real_array("extrude: section_points", section_points)
+    tri = _index_array("extrude: triangles", triangles)
+    levels = _real_array("extrude: z", z)
+    twist = _real_array("extrude: twist", twist)
+    if twist.shape != ():
+        raise ValueError(f"extrude: twist must be a scalar, got shape {twist.shape}")
+    twist = float(twist)
     if sec.ndim != 2 or sec.shape[1] != 2:
         raise ValueError(f"extrude: section_points must have shape (P, 2), got {sec.shape}")
     if tri.ndim != 2 or tri.shape[1] != 3 or tri.size == 0:
         raise ValueError(f"extrude: triangles must have shape (T, 3), T >= 1, got {tri.shape}")
-    if tri.min() < 0 or tri.max() >= sec.shape[0]:
+    if tri.max() >= sec.shape[0]:
         raise ValueError("extrude: triangles reference nodes outside section_points")
     if levels.ndim != 1 or levels.size < 2 or np.any(np.diff(levels) <= 0):
         raise ValueError("extrude: z must be at least two strictly increasing levels")
     n_layers, n_tri, n_sec = levels.size - 1, tri.shape[0], sec.shape[0]
     if keep is None:
         keep = np.ones((n_layers, n_tri), dtype=bool)
-    keep = np.asarray(keep, dtype=bool)
+    keep = np.asarray(keep)
+    if keep.dtype.kind not in "biu":
+        raise TypeError(f"extrude: keep must be an array of booleans, got dtype {keep.dtype}")
+    keep = keep.astype(bool)
     if keep.shape != (n_layers, n_tri):
         raise ValueError(f"extrude: keep must have shape ({n_layers}, {n_tri}), got {keep.shape}")
     # Node of section index s at level k: k·P + s. Sorted section indices fix the split.
@@ -255,9 +305,9 @@ def extrude(
     return meshio.Mesh(pts, [("tetra", cells)])
 
 
-def _layers(length: float, n_axial: int | None, h: float) -> np.ndarray:
+def _layers(where: str, length: float, n_axial: int | None, h: float) -> np.ndarray:
     n = max(1, math.ceil(length / h - 1e-9)) if n_axial is None else n_axial
-    return np.linspace(0.0, length, _positive_int("n_axial", n) + 1)
+    return np.linspace(0.0, length, _positive_int(f"{where}: n_axial", n) + 1)
 
 
 def cylinder(
@@ -286,7 +336,7 @@ def cylinder(
     n_angular = 6 * n_radial if n_angular is None else n_angular
     n_angular = _positive_int("cylinder: n_angular", n_angular, 3)
     pts, tri, _ = disk_section(np.linspace(0.0, radius, n_radial + 1), n_angular)
-    return extrude(pts, tri, _layers(length, n_axial, radius / n_radial))
+    return extrude(pts, tri, _layers("cylinder", length, n_axial, radius / n_radial))
 
 
 def tube(
@@ -316,16 +366,14 @@ def tube(
         n_angular = max(6, math.ceil(2.0 * math.pi * outer / h))
     n_angular = _positive_int("tube: n_angular", n_angular, 3)
     pts, tri, _ = disk_section(np.linspace(inner, outer, n_radial + 1), n_angular)
-    return extrude(pts, tri, _layers(length, n_axial, h))
+    return extrude(pts, tri, _layers("tube", length, n_axial, h))
 
 
 def box(size: Sequence[float], divisions: Sequence[int] = (2, 2, 4)) -> meshio.Mesh:
     """Box `[−a/2, a/2] × [−b/2, b/2] × [0, L]`, `size = (a, b, L)`, on an
     `n1 × n2 × n3` grid (`divisions`), six tetrahedra per grid cell (exact geometry)."""
-    if len(size) != 3:
-        raise ValueError(f"box: size must be (a, b, L), got {size!r}")
-    if len(divisions) != 3:
-        raise ValueError(f"box: divisions must be (n1, n2, n3), got {divisions!r}")
+    size = _sequence("box: size", size, 3, "(a, b, L)")
+    divisions = _sequence("box: divisions", divisions, 3, "(n1, n2, n3)")
     a, b, length = (_positive_float(f"box: size[{i}]", s) for i, s in enumerate(size))
     n1, n2, n3 = (_positive_int(f"box: divisions[{i}]", n) for i, n in enumerate(divisions))
     pts, tri = rectangle_section(a, b, n1, n2)

@@ -253,6 +253,12 @@ def test_write_trajectory_errors(robot, tmp_path, args, message):
         sio.read_trajectory(tmp_path / "x.vtu")
 
 
+def test_write_state_names_a_file_meshio_cannot_write(robot, link_mesh, tmp_path):
+    path = tmp_path / "state.unknown"
+    with pytest.raises(ValueError, match=r"write_state: cannot write '.*state\.unknown' .*format"):
+        sio.write_state(path, robot, Q, {2: link_mesh})
+
+
 # ------------------------------------------------------------------ surfaces
 
 

@@ -555,12 +555,14 @@ def _triangle_prism_rule(points2d, triangles, length, n_axial):
 
 
 def _padded(rule: QuadratureRule, size: int) -> QuadratureRule:
-    """The same rule with zero-weight nodes appended up to `size` nodes and no static extras,
-    so rules of different origin share one tree structure (one compilation)."""
-    pad = size - rule.n_points
+    """The same rule on `size` nodes and without static extras, so rules of different origin
+    share one tree structure (one compilation): node `k` is repeated `c_k` times with weight
+    `w_k / c_k` (weights must stay positive), which leaves every integral unchanged."""
+    copies = np.full(rule.n_points, size // rule.n_points)
+    copies[: size % rule.n_points] += 1
     return QuadratureRule(
-        np.concatenate([np.asarray(rule.points), np.zeros((pad, 3))]),
-        np.concatenate([np.asarray(rule.weights), np.zeros(pad)]),
+        np.repeat(np.asarray(rule.points), copies, axis=0),
+        np.repeat(np.asarray(rule.weights) / copies, copies),
         pivot=rule.pivot,
         contact_a=rule.contact_a,
         contact_b=rule.contact_b,

@@ -10,9 +10,13 @@ with `x_e(ξ) = Σ_a N_a(ξ) X_a` the element map (affine for `tetra`, quadratic
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import warnings
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
@@ -21,11 +25,11 @@ import numpy as np
 
 from .. import meshing
 from ._rule import QuadratureRule
-from ._tetra import tetrahedron_rule
+from ._tetra import check_degree, tetrahedron_rule
 
 __all__ = ["ReferenceMesh", "distal_points", "from_mesh", "tetrahedron"]
 
-_TET_TYPES = ("tetra", "tetra10")
+_TET_TYPES = {"tetra": 4, "tetra10": 10}
 _LIST = 20  # indices listed in an error message
 
 
@@ -33,7 +37,9 @@ class ReferenceMesh:
     """The tetrahedral mesh a rule was built from: nodes and element blocks, read-only.
 
     Hashable and compared by content (a SHA-1 of the arrays), so it can sit in a static pytree
-    field: two rules from the same mesh have equal tree structures.
+    field: two rules from the same mesh have equal tree structures. The constructor checks
+    finite `(N, 3)` points, `tetra`/`tetra10` blocks of the right width with node indices in
+    range, and no duplicated element (`ValueError` naming the field or the elements).
 
     Attributes:
         points: `(N, 3)` node coordinates (only nodes used by the elements).
@@ -44,16 +50,34 @@ class ReferenceMesh:
     __slots__ = ("_digest", "cells", "points")
 
     def __init__(self, points: np.ndarray, cells: tuple[tuple[str, np.ndarray], ...]) -> None:
-        pts = np.array(points, dtype=float)
+        pts = meshing._real_array("ReferenceMesh: points", points, finite=False)
+        if pts.ndim != 2 or pts.shape[1] != 3 or not np.all(np.isfinite(pts)):
+            raise ValueError(
+                f"ReferenceMesh: points must be finite with shape (N, 3), got shape {pts.shape}"
+            )
         pts.setflags(write=False)
+        if isinstance(cells, (str, bytes)) or not hasattr(cells, "__iter__"):
+            raise TypeError(
+                "ReferenceMesh: cells must be a sequence of (cell_type, connectivity) pairs, "
+                f"got {type(cells).__name__}"
+            )
         blocks = []
         sha = hashlib.sha1(pts.tobytes())
-        for kind, conn in cells:
-            arr = np.array(conn, dtype=np.int64)
+        for b, block in enumerate(cells):
+            if not isinstance(block, (tuple, list)) or len(block) != 2:
+                raise TypeError(
+                    f"ReferenceMesh: cells[{b}] must be a (cell_type, connectivity) pair, "
+                    f"got {type(block).__name__}"
+                )
+            kind, conn = block
+            arr = _connectivity(f"ReferenceMesh: cells[{b}]", kind, conn, pts.shape[0])
             arr.setflags(write=False)
             blocks.append((kind, arr))
             sha.update(kind.encode())
             sha.update(arr.tobytes())
+        if not blocks:
+            raise ValueError("ReferenceMesh: cells must hold at least one tetra or tetra10 block")
+        _check_duplicates("ReferenceMesh", np.concatenate([c[:, :4] for _, c in blocks]))
         self.points = pts
         self.cells = tuple(blocks)
         self._digest = sha.hexdigest()
@@ -84,11 +108,99 @@ def _indices(mask: np.ndarray) -> str:
     return f"[{text}{', ...' if idx.size > _LIST else ''}]"
 
 
+def _connectivity(name: str, kind: Any, conn: Any, n_points: int) -> np.ndarray:
+    """A `tetra`/`tetra10` connectivity `(E, 4)`/`(E, 10)` with indices in `[0, n_points)`."""
+    if kind not in _TET_TYPES:
+        raise ValueError(f"{name}: cell type must be 'tetra' or 'tetra10', got {kind!r}")
+    arr = meshing._index_array(f"{name}: {kind} cells", conn)
+    width = _TET_TYPES[kind]
+    if arr.ndim != 2 or arr.shape[1] != width:
+        raise ValueError(f"{name}: {kind} cells must have shape (E, {width}), got {arr.shape}")
+    if arr.size and (arr.min() < 0 or arr.max() >= n_points):
+        raise ValueError(f"{name}: {kind} cells reference nodes outside [0, {n_points})")
+    return arr
+
+
+def _check_duplicates(where: str, corner: np.ndarray) -> None:
+    """Refuse elements on the same four corner nodes as an earlier one, in any order (the same
+    tetrahedron listed twice, or once per orientation): their volume would count twice."""
+    key = np.sort(corner, axis=1)
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    original = first[inverse.reshape(-1)]
+    repeated = original != np.arange(corner.shape[0])
+    if repeated.any():
+        idx = np.flatnonzero(repeated)[:_LIST]
+        pairs = ", ".join(f"{i} = {original[i]}" for i in idx)
+        more = ", ..." if repeated.sum() > _LIST else ""
+        raise ValueError(
+            f"{where}: {int(repeated.sum())} duplicated tetrahedra (the same four nodes as an "
+            f"earlier element, in any order: the volume would count twice) at element indices "
+            f"{_indices(repeated)} (duplicate = original: {pairs}{more})"
+        )
+
+
+def _check_overlaps(where: str, corner: np.ndarray) -> None:
+    """Refuse positively oriented elements that share a face and lie on the same side of it
+    (they overlap): in a valid mesh a shared face is seen with opposite orientations."""
+    faces = corner[:, [[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]]].reshape(-1, 3)
+    # the same oriented triangle: equal after rotating its smallest index to the front
+    shift = np.argmin(faces, axis=1)
+    rolled = np.stack([faces[np.arange(len(faces)), (shift + k) % 3] for k in range(3)], 1)
+    _, inverse, counts = np.unique(rolled, axis=0, return_inverse=True, return_counts=True)
+    clash = counts[inverse.reshape(-1)] > 1
+    if clash.any():
+        elements = np.zeros(corner.shape[0], dtype=bool)
+        elements[np.flatnonzero(clash) // 4] = True
+        raise ValueError(
+            f"{where}: {int(elements.sum())} overlapping tetrahedra (two elements on the same "
+            f"side of a shared face: the volume would count twice) at element indices "
+            f"{_indices(elements)}"
+        )
+
+
+@contextlib.contextmanager
+def reader_errors(message: str) -> Iterator[None]:
+    """Any failure inside the block, `SystemExit` included, becomes `ValueError(message
+    (the reader's output and error))`: meshio prints a reader's error and calls `sys.exit(1)`
+    on some bad files, which `except Exception` cannot catch."""
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+            yield
+    except (Exception, SystemExit) as err:
+        printed = " ".join(captured.getvalue().split())
+        raised = "" if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}"
+        detail = "; ".join(m for m in (printed, raised) if m) or "no message"
+        raise ValueError(f"{message} ({detail})") from None
+
+
+def read_mesh(path: Any, where: str) -> meshio.Mesh:
+    """`meshio.read(path)` with clear errors: `FileNotFoundError` for a missing file, else a
+    `ValueError` naming the file (empty, not a file, or the reader's message)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(
+            f"{where}: a mesh file path must be a str or a Path, got {type(path).__name__}"
+        )
+    file = Path(path)
+    if not file.exists():
+        raise FileNotFoundError(f"{where}: mesh file {str(file)!r} not found")
+    if not file.is_file():
+        raise ValueError(f"{where}: {str(file)!r} is not a file")
+    if file.stat().st_size == 0:
+        raise ValueError(f"{where}: mesh file {str(file)!r} is empty")
+    with reader_errors(f"{where}: cannot read the mesh file {str(file)!r}"):
+        return meshio.read(file)
+
+
+def _degree_rule(where: str, degree: Any) -> tuple[np.ndarray, np.ndarray]:
+    return tetrahedron_rule(check_degree(where, degree))
+
+
 def _load(mesh_or_path: Any) -> meshio.Mesh:
     if isinstance(mesh_or_path, meshio.Mesh):
         return mesh_or_path
     if isinstance(mesh_or_path, (str, os.PathLike)):
-        return meshio.read(mesh_or_path)
+        return read_mesh(mesh_or_path, "from_mesh")
     raise TypeError(
         f"from_mesh: expected a meshio.Mesh or a file path, got {type(mesh_or_path).__name__}"
     )
@@ -134,12 +246,19 @@ def _density(density: Any, mesh: meshio.Mesh, blocks: list[int], n_elements: int
                 f"from_mesh: no cell field {density!r} in the mesh "
                 f"(cell fields: {sorted(mesh.cell_data) or 'none'})"
             )
-        rho = np.concatenate([np.asarray(mesh.cell_data[density][b]) for b in blocks])
+        rho = np.concatenate(
+            [
+                meshing._real_array(
+                    f"from_mesh: cell field {density!r}", mesh.cell_data[density][b], finite=False
+                )
+                for b in blocks
+            ]
+        )
         if rho.ndim == 2 and rho.shape[1] == 1:
             rho = rho[:, 0]
         what = f"cell field {density!r}"
     else:
-        rho = np.asarray(density, dtype=float)
+        rho = meshing._real_array("from_mesh: density", density, finite=False)
         what = "density"
         if rho.ndim == 0:
             rho = np.full(n_elements, float(rho))
@@ -197,7 +316,19 @@ def distal_points(
         `(pivot, contact_a, contact_b)` `(3,)` each, or `None` when the mesh has no flat face at
         its maximal `x3` (then give `pivot=` and `contact_points=` to `SoftBody`).
     """
-    faces = meshing.boundary_faces(np.asarray(cells)[:, :4])
+    points = meshing._real_array("distal_points: points", points, finite=False)
+    if points.ndim != 2 or points.shape[1] != 3 or not np.all(np.isfinite(points)):
+        raise ValueError(
+            f"distal_points: points must be finite with shape (N, 3), got shape {points.shape}"
+        )
+    cells = meshing._index_array("distal_points: cells", cells)
+    if cells.ndim != 2 or cells.shape[1] not in (4, 10) or cells.shape[0] == 0:
+        raise ValueError(
+            f"distal_points: cells must have shape (E, 4) or (E, 10), E >= 1, got {cells.shape}"
+        )
+    if cells.min() < 0 or cells.max() >= points.shape[0]:
+        raise ValueError(f"distal_points: cells reference nodes outside [0, {points.shape[0]})")
+    faces = meshing.boundary_faces(cells[:, :4])
     z = points[:, 2]
     top = z.max()
     tol = 1e-9 * max(np.ptp(z), np.ptp(points).max())
@@ -262,10 +393,15 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
         `distal_points` (or `None` when the mesh has no flat distal face).
 
     Raises:
-        TypeError: not a mesh or a path.
-        ValueError: no tetrahedra; points not 3-D; non-finite coordinates; node indices out
-            of range; degenerate or inverted elements (their indices, counted over the
-            tetrahedral blocks in order, are listed); a bad density.
+        TypeError: not a mesh or a path; points, cells or density that are not numbers.
+        FileNotFoundError: no file at the path.
+        ValueError: a file that is empty, corrupt or not a mesh (the message names it and
+            carries the reader's error; meshio's `sys.exit` is caught); no tetrahedra; points
+            not 3-D; non-finite coordinates; node indices out of range or not integers;
+            duplicated elements (the same four nodes in any order, either orientation),
+            degenerate, inverted or overlapping elements (two on the same side of a shared
+            face): their indices, counted over the tetrahedral blocks in order, are listed;
+            a bad density.
 
     Warns:
         UserWarning: nodes used by no tetrahedron (typical of CAD exports: geometry points,
@@ -273,8 +409,8 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
             a warning rather than an error.
     """
     mesh = _load(mesh_or_path)
-    bary, w = tetrahedron_rule(degree)
-    points = np.asarray(mesh.points, dtype=float)
+    bary, w = _degree_rule("from_mesh", degree)
+    points = meshing._real_array("from_mesh: mesh points", mesh.points, finite=False)
     if points.ndim != 2 or points.shape[1] != 3:
         raise ValueError(f"from_mesh: mesh points must have shape (N, 3), got {points.shape}")
     blocks = [i for i, c in enumerate(mesh.cells) if c.type in _TET_TYPES]
@@ -289,12 +425,14 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
         raise ValueError(
             f"from_mesh: non-finite node coordinates (NaN or inf) at nodes {_indices(bad_nodes)}"
         )
-    cells = [(mesh.cells[b].type, np.asarray(mesh.cells[b].data, dtype=np.int64)) for b in blocks]
-    for kind, conn in cells:
-        if conn.size and (conn.min() < 0 or conn.max() >= points.shape[0]):
-            raise ValueError(
-                f"from_mesh: {kind} cells reference nodes outside [0, {points.shape[0]})"
-            )
+    cells = [
+        (
+            mesh.cells[b].type,
+            _connectivity("from_mesh", mesh.cells[b].type, mesh.cells[b].data, points.shape[0]),
+        )
+        for b in blocks
+    ]
+    _check_duplicates("from_mesh", np.concatenate([conn[:, :4] for _, conn in cells]))
     used = np.unique(np.concatenate([c.ravel() for _, c in cells]))
     if used.size < points.shape[0]:
         unused = np.ones(points.shape[0], dtype=bool)
@@ -339,6 +477,7 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
             f"from_mesh: {int(inverted.sum())} inverted tetrahedra (negative volume: vertices "
             f"not ordered right-handed) at element indices {_indices(inverted)}{hint}"
         )
+    _check_overlaps("from_mesh", corner)
     n_elements = corner.shape[0]
     rho = None
     if density is not None:
@@ -366,16 +505,28 @@ def tetrahedron(vertices: Any = None, degree: int = 2) -> QuadratureRule:
 
     Returns:
         A `QuadratureRule` without pivot or contact points, weights summing to the volume.
+
+    Raises:
+        TypeError, ValueError: vertices that are not a finite `(4, 3)` array of numbers, or are
+            degenerate (`|V| ≤ 1e-10 h³`, `h` the longest edge) or negatively oriented; a bad
+            `degree`.
     """
-    verts = np.eye(4, 3, k=-1) if vertices is None else np.asarray(vertices, dtype=float)
+    verts = (
+        np.eye(4, 3, k=-1)
+        if vertices is None
+        else meshing._real_array("tetrahedron: vertices", vertices, finite=False)
+    )
     if verts.shape != (4, 3):
         raise ValueError(f"tetrahedron: vertices must have shape (4, 3), got {verts.shape}")
     if not np.all(np.isfinite(verts)):
         raise ValueError("tetrahedron: vertices must be finite")
     vol = float(np.linalg.det(verts[1:] - verts[0]) / 6.0)
+    h = max(np.linalg.norm(verts[i] - verts[j]) for i in range(4) for j in range(i))
+    if abs(vol) <= 1e-10 * h**3:
+        raise ValueError(f"tetrahedron: vertices are degenerate (zero volume, {vol:.3g})")
     if vol <= 0:
         raise ValueError(
             f"tetrahedron: vertices must be positively oriented (signed volume {vol:.3g})"
         )
-    bary, w = tetrahedron_rule(degree)
+    bary, w = _degree_rule("tetrahedron", degree)
     return QuadratureRule(jnp.asarray(bary @ verts), jnp.asarray(vol * w))

@@ -32,6 +32,39 @@ GEOMETRIES = {
 }
 
 
+# Length of `dimensions` per built-in geometry.
+_N_DIMENSIONS = {"segment": 1, "box": 3, "cylinder": 2, "tube": 3}
+
+
+def _field(name: str, value: object) -> Array:
+    """A float array of a rule's field; a `TypeError` naming it when it holds no real numbers."""
+    if is_concrete(value):
+        dtype = None if isinstance(value, (str, bytes)) else np.asarray(value).dtype
+        if dtype is None or dtype.kind not in "iuf":
+            got = type(value).__name__ if dtype is None or dtype.kind == "O" else dtype
+            raise TypeError(f"QuadratureRule: {name} must be an array of real numbers, got {got}")
+    return jnp.asarray(value, dtype=float)
+
+
+def _check_finite(name: str, value: Array, positive: bool = False) -> None:
+    """Finite (and positive) values, checked when concrete; under tracing nothing is read."""
+    if not is_concrete(value):
+        return
+    arr = np.asarray(value)
+    bad = ~np.isfinite(arr) | (arr <= 0) if positive else ~np.isfinite(arr)
+    if bad.any():
+        where = np.argwhere(bad)[:5]
+        text = ", ".join(
+            str(tuple(int(i) for i in w)) if w.size > 1 else str(int(w[0])) for w in where
+        )
+        more = ", ..." if bad.sum() > 5 else ""
+        what = "finite and positive" if positive else "finite"
+        raise ValueError(
+            f"QuadratureRule: {name} must be {what}; {int(bad.sum())} entries are not "
+            f"(at {text}{more}; e.g. {float(arr[tuple(where[0])])})"
+        )
+
+
 @module
 class QuadratureRule:
     """Points and volume weights of a quadrature rule over a reference volume.
@@ -52,6 +85,14 @@ class QuadratureRule:
         dimensions: the sizes of a built-in geometry (see `GEOMETRIES`), traced like the points.
         mesh: the `ReferenceMesh` a `from_mesh` rule was built from (static; hashed and compared
             by content, so equal meshes give equal tree structures).
+
+    Raises:
+        TypeError: a field that holds no real numbers (strings, complex, objects).
+        ValueError: wrong shapes; non-finite points, pivot or contact points; weights or
+            density that are not finite and positive (a zero or negative weight is a wrong
+            mass, never a valid rule: repeat a node with split weights to pad a rule);
+            `dimensions` that do not fit `geometry`. Values are checked when concrete, as
+            rules are built outside `jit`; under a transformation only shapes are checked.
     """
 
     points: Array
@@ -66,43 +107,61 @@ class QuadratureRule:
     mesh: ReferenceMesh | None = static(default=None)
 
     def __post_init__(self) -> None:
-        points = jnp.asarray(self.points, dtype=float)
-        weights = jnp.asarray(self.weights, dtype=float)
+        points = _field("points", self.points)
+        weights = _field("weights", self.weights)
         if points.ndim != 2 or points.shape[1] != 3:
             raise ValueError(f"QuadratureRule: points must have shape (K, 3), got {points.shape}")
         if weights.shape != (points.shape[0],):
             raise ValueError(
                 f"QuadratureRule: weights must have shape ({points.shape[0]},), got {weights.shape}"
             )
-        if self.n_axial is not None and points.shape[0] % self.n_axial:
-            raise ValueError(
-                f"QuadratureRule: n_axial={self.n_axial} does not divide the {points.shape[0]} points"
-            )
+        if self.n_axial is not None:
+            if not isinstance(self.n_axial, (int, np.integer)) or isinstance(self.n_axial, bool):
+                raise TypeError(f"QuadratureRule: n_axial must be an int, got {self.n_axial!r}")
+            if self.n_axial < 1 or points.shape[0] % self.n_axial:
+                raise ValueError(
+                    f"QuadratureRule: n_axial={self.n_axial} does not divide the "
+                    f"{points.shape[0]} points"
+                )
+        _check_finite("points", points)
+        _check_finite("weights", weights, positive=True)
         object.__setattr__(self, "points", points)
         object.__setattr__(self, "weights", weights)
         for name in ("pivot", "contact_a", "contact_b"):
             value = getattr(self, name)
             if value is not None:
-                value = jnp.asarray(value, dtype=float)
+                value = _field(name, value)
                 if value.shape != (3,):
                     raise ValueError(
                         f"QuadratureRule: {name} must have shape (3,), got {value.shape}"
                     )
+                _check_finite(name, value)
                 object.__setattr__(self, name, value)
         if self.density is not None:
-            density = jnp.asarray(self.density, dtype=float)
+            density = _field("density", self.density)
             if density.shape != weights.shape:
                 raise ValueError(
                     f"QuadratureRule: density must have shape {weights.shape}, got {density.shape}"
                 )
+            _check_finite("density", density, positive=True)
             object.__setattr__(self, "density", density)
-        if self.geometry is not None and self.geometry not in GEOMETRIES:
+        if self.geometry is not None and (
+            not isinstance(self.geometry, str) or self.geometry not in GEOMETRIES
+        ):
             raise ValueError(
                 f"QuadratureRule: geometry must be one of {sorted(GEOMETRIES)} or None, "
                 f"got {self.geometry!r}"
             )
         if self.dimensions is not None:
-            object.__setattr__(self, "dimensions", jnp.asarray(self.dimensions, dtype=float))
+            dimensions = _field("dimensions", self.dimensions)
+            size = _N_DIMENSIONS.get(self.geometry)
+            if size is None or dimensions.shape != (size,):
+                raise ValueError(
+                    f"QuadratureRule: dimensions must be {GEOMETRIES.get(self.geometry, 'None')} "
+                    f"for geometry={self.geometry!r}, got shape {dimensions.shape}"
+                )
+            _check_finite("dimensions", dimensions, positive=True)
+            object.__setattr__(self, "dimensions", dimensions)
         if (self.geometry == "mesh") != (self.mesh is not None):
             raise ValueError('QuadratureRule: geometry="mesh" goes with a mesh, and only with one')
 
@@ -130,13 +189,24 @@ def _check_positive(name: str, value: object) -> float | Array:
         if jnp.shape(value) != ():
             raise ValueError(f"{name} must be a scalar, got shape {jnp.shape(value)}")
         return jnp.asarray(value, dtype=float)
-    arr = np.asarray(value, dtype=float)
+    arr = None if isinstance(value, (str, bytes)) or value is None else np.asarray(value)
+    if arr is None or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     if arr.shape != ():
         raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
     concrete = float(arr)
     if not np.isfinite(concrete) or concrete <= 0:
         raise ValueError(f"{name} must be finite and positive, got {concrete}")
     return concrete
+
+
+def _sizes(name: str, size: object, n: int, what: str) -> tuple[object, ...]:
+    """`n` sizes given as a sequence or an array of shape `(n,)`."""
+    if isinstance(size, (str, bytes)) or not hasattr(size, "__len__"):
+        raise TypeError(f"{name} must be {what}, got {type(size).__name__} {size!r}")
+    if getattr(size, "ndim", 1) != 1 or len(size) != n:
+        raise ValueError(f"{name} must be {what}, got {size!r}")
+    return tuple(size[i] for i in range(n))
 
 
 def _xp(*values: object) -> Any:
@@ -186,12 +256,12 @@ def box(size: tuple[float, float, float], order: int | tuple[int, int, int] = 3)
     `order` is the number of nodes per direction (an int or one per direction); the rule is
     exact for polynomials of degree `2·order − 1` in each direction.
     """
-    if len(size) != 3:
-        raise ValueError(f"box: size must be (a, b, L), got {size!r}")
+    size = _sizes("box: size", size, 3, "(a, b, L)")
     a, b, length = (_check_positive(f"box: size[{i}]", s) for i, s in enumerate(size))
-    orders = (order,) * 3 if isinstance(order, (int, np.integer)) else tuple(order)
-    if len(orders) != 3:
-        raise ValueError(f"box: order must be an int or three ints, got {order!r}")
+    if isinstance(order, (int, np.integer)) and not isinstance(order, bool):
+        orders = (order,) * 3
+    else:
+        orders = _sizes("box: order", order, 3, "an int or three ints")
     n1, n2, n3 = (_check_order(f"box: order[{i}]", o) for i, o in enumerate(orders))
     xp = _xp(a, b, length)
     x1, w1 = gauss_legendre(n1)

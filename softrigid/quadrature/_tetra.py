@@ -126,12 +126,15 @@ def tetrahedron_rule(degree: int) -> tuple[np.ndarray, np.ndarray]:
     Raises:
         ValueError: `degree` is not an integer in `[1, MAX_DEGREE]`.
     """
+    return _rule(check_degree("tetrahedron_rule", degree))
+
+
+def check_degree(where: str, degree: object) -> int:
+    """`degree` as an int in `[1, MAX_DEGREE]`, else a `ValueError` that names `where`."""
     if (
         not isinstance(degree, (int, np.integer))
         or isinstance(degree, bool)
         or not 1 <= degree <= MAX_DEGREE
     ):
-        raise ValueError(
-            f"tetrahedral rule: degree must be an integer in [1, {MAX_DEGREE}], got {degree!r}"
-        )
-    return _rule(int(degree))
+        raise ValueError(f"{where}: degree must be an integer in [1, {MAX_DEGREE}], got {degree!r}")
+    return int(degree)

@@ -1,41 +1,62 @@
 """softrigid: exact, fast, differentiable dynamics of serial robots of rigid and soft bodies.
 
-A robot is an immutable chain of `Link(joint, body)`; bodies are `RigidBody` (inertial
-parameters) or `SoftBody` (any map `f(x, q)` over a quadrature volume). The recursion of
-Pustina, Della Santina and De Luca (model-agnostic Kane equations) gives the inverse dynamics and
-the mass matrix in one pass linear in the number of bodies.
+A robot is an immutable chain of `Link(joint, body)` with its actuators; bodies are `RigidBody`
+(inertial parameters) or `SoftBody` (any map `f(x, q)` over a quadrature volume). The recursion
+of Pustina, Della Santina and De Luca (model-agnostic Kane equations) gives the inverse dynamics
+and the mass matrix in one pass linear in the number of bodies; `dynamics_terms` evaluates
+everything a state needs once for forward dynamics, statics, integrators and controllers.
 """
 
-from . import actuators, io, joints, kinematics, lagrangian, materials, meshing, quadrature
-from ._bodies import Material, RigidBody, SoftBody
+from . import (
+    actuators,
+    io,
+    joints,
+    kinematics,
+    lagrangian,
+    materials,
+    meshing,
+    quadrature,
+    urdf,
+)
+from ._body import Body
+from ._chain import forward_kinematics, material_points, world_points
+from ._derivatives import InverseDynamicsDerivatives, inverse_dynamics_derivatives
 from ._dynamics import (
+    DynamicsTerms,
+    actuation_force,
+    actuation_matrix,
     dalembert_wrenches,
+    dynamics_terms,
+    forward_dynamics,
+    gravity_force,
+    inertial_inverse_dynamics,
+    inverse_dynamics,
+    mass_inertial_inverse_dynamics,
+    mass_inverse_dynamics,
+    mass_matrix,
+)
+from ._energy import (
     damping_force,
     dissipation,
     elastic_energy,
     elastic_force,
-    forward_dynamics,
-    forward_kinematics,
-    gravity_force,
-    inertial_inverse_dynamics,
     internal_force,
-    inverse_dynamics,
     kinetic_energy,
-    mass_inertial_inverse_dynamics,
-    mass_inverse_dynamics,
-    mass_matrix,
-    material_points,
     potential_energy,
-    world_points,
+    stiffness_matrix,
 )
 from ._loads import PointLoad, Wrench
 from ._model import Link, Robot
+from ._rigid_body import RigidBody
 from ._simulate import Trajectory, simulate
-from .actuators import actuation_force, actuation_matrix, controller
-from .materials import stiffness_matrix
+from ._soft_body import SoftBody
+from .materials import Material
 from .statics import InverseStaticSolution, StaticSolution, equilibrium, inverse_statics
 
 __all__ = [
+    "Body",
+    "DynamicsTerms",
+    "InverseDynamicsDerivatives",
     "InverseStaticSolution",
     "Link",
     "Material",
@@ -49,10 +70,10 @@ __all__ = [
     "actuation_force",
     "actuation_matrix",
     "actuators",
-    "controller",
     "dalembert_wrenches",
     "damping_force",
     "dissipation",
+    "dynamics_terms",
     "elastic_energy",
     "elastic_force",
     "equilibrium",
@@ -62,6 +83,7 @@ __all__ = [
     "inertial_inverse_dynamics",
     "internal_force",
     "inverse_dynamics",
+    "inverse_dynamics_derivatives",
     "inverse_statics",
     "io",
     "joints",
@@ -78,5 +100,6 @@ __all__ = [
     "quadrature",
     "simulate",
     "stiffness_matrix",
+    "urdf",
     "world_points",
 ]

@@ -4,28 +4,53 @@ from __future__ import annotations
 
 from typing import Any
 
+import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
 from ._module import is_concrete
 
-__all__ = ["as_float", "as_placement", "as_scalar", "as_vector", "check_state"]
+__all__ = [
+    "as_float",
+    "as_index",
+    "as_placement",
+    "as_scalar",
+    "as_vector",
+    "check_density",
+    "check_index",
+    "check_material_point",
+    "check_state",
+    "copy_params",
+]
 
 
-def as_float(value: Any) -> Array:
+def as_float(value: Any, name: str = "value") -> Array:
     """A float JAX array; concrete values are converted in NumPy (no JAX dispatch, so building a
-    model compiles nothing), traced ones with `jax.numpy`."""
-    if is_concrete(value):
-        return jnp.asarray(np.asarray(value, dtype=float))
-    return jnp.asarray(value, dtype=float)
+    model compiles nothing), traced ones with `jax.numpy`. Strings, complex numbers and objects
+    are refused with a `TypeError` naming `name`."""
+    if isinstance(value, (str, bytes)) or np.iscomplexobj(value):
+        raise TypeError(f"{name} must be real numbers, got {value!r}")
+    try:
+        if is_concrete(value):
+            # np.array copies: the model never aliases the caller's (mutable) arrays
+            return jnp.asarray(np.array(value, dtype=float))
+        return jnp.asarray(value, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be real numbers, got {value!r} ({err})") from None
 
 
 def as_scalar(name: str, value: Any, *, positive: bool = False, nonnegative: bool = False) -> Array:
-    """A float scalar; checked finite (and positive / non-negative) when concrete."""
-    arr = as_float(value)
+    """A float scalar; checked finite (and positive / non-negative) when concrete, and by a
+    run-time check when traced (a model built inside `jit` with a bad traced parameter)."""
+    arr = as_float(value, name)
     if arr.shape != ():
         raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
+    if not is_concrete(arr):
+        bad = ~jnp.isfinite(arr) | (arr <= 0 if positive else arr < 0 if nonnegative else False)
+        sign = " and positive" if positive else " and non-negative" if nonnegative else ""
+        return eqx.error_if(arr, bad, f"{name} must be finite{sign}")
     if is_concrete(arr):
         v = float(arr)
         if not np.isfinite(v):
@@ -39,7 +64,7 @@ def as_scalar(name: str, value: Any, *, positive: bool = False, nonnegative: boo
 
 def as_vector(name: str, value: Any, size: int) -> Array:
     """A float vector of shape `(size,)`, checked finite when concrete."""
-    arr = as_float(value)
+    arr = as_float(value, name)
     if arr.shape != (size,):
         raise ValueError(f"{name} must have shape ({size},), got {arr.shape}")
     if is_concrete(arr) and not bool(np.all(np.isfinite(np.asarray(arr)))):
@@ -54,16 +79,22 @@ def as_placement(name: str, value: Any) -> tuple[Array, Array]:
     """
     if value is None:
         return as_float(np.eye(3)), as_float(np.zeros(3))
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        rot = as_float(value[0])
-        trans = as_float(value[1])
+    if isinstance(value, (tuple, list)) and len(value) != 2:
+        raise ValueError(
+            f"{name} must be None, a 4x4 homogeneous matrix or an (R, t) pair, "
+            f"got a sequence of {len(value)}"
+        )
+    if isinstance(value, (tuple, list)):
+        rot = as_float(value[0], f"{name} rotation")
+        trans = as_float(value[1], f"{name} translation")
         if rot.shape != (3, 3) or trans.shape != (3,):
             raise ValueError(
                 f"{name} as (R, t) needs R (3, 3) and t (3,), got {rot.shape} and {trans.shape}"
             )
     else:
         concrete = is_concrete(value)
-        mat = np.asarray(value, dtype=float) if concrete else jnp.asarray(value, dtype=float)
+        mat = as_float(value, name)
+        mat = np.asarray(mat) if concrete else mat
         if mat.shape != (4, 4):
             raise ValueError(
                 f"{name} must be a 4x4 homogeneous matrix or an (R, t) pair, got {mat.shape}"
@@ -80,10 +111,38 @@ def as_placement(name: str, value: Any) -> tuple[Array, Array]:
     return rot, trans
 
 
+def copy_params(params: Any) -> Any:
+    """A pytree of user parameters rebuilt with fresh arrays (containers and leaves copied), so
+    that mutating the caller's dicts or arrays later does not change the model."""
+    if params is None:
+        return None
+
+    def copy(leaf: Any) -> Any:
+        if is_concrete(leaf) and isinstance(leaf, (np.ndarray, jax.Array, np.generic)):
+            return jnp.array(leaf, copy=True)
+        return leaf
+
+    return jax.tree_util.tree_map(copy, params)
+
+
 def check_state(name: str, value: Any, n: int) -> Array:
-    """A state vector `(n,)` or a batch `(..., n)`; finite when concrete."""
-    arr = jnp.asarray(value)
+    """A real state vector `(n,)` or a batch `(..., n)`; finite when concrete.
+
+    Integers are converted to the default float type; booleans, complex numbers, strings and
+    objects are refused (a complex `q` would silently lose its imaginary part, a boolean `q` be
+    taken as 0/1).
+    """
+    if isinstance(value, str):
+        raise TypeError(f"{name} must be a real array of shape ({n},), got the string {value!r}")
+    try:
+        arr = jnp.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be a real array of shape ({n},): {err}") from None
+    if jnp.issubdtype(arr.dtype, jnp.complexfloating) or arr.dtype == jnp.bool_:
+        raise TypeError(f"{name} must be real floating point, got dtype {arr.dtype}")
     if not jnp.issubdtype(arr.dtype, jnp.floating):
+        if not jnp.issubdtype(arr.dtype, jnp.integer):
+            raise TypeError(f"{name} must be a real array, got dtype {arr.dtype}")
         arr = arr.astype(float)
     if arr.ndim < 1 or arr.shape[-1] != n:
         raise ValueError(
@@ -95,3 +154,48 @@ def check_state(name: str, value: Any, n: int) -> Array:
             f"{name} contains non-finite values (NaN or inf) at index {bad[0].tolist()}"
         )
     return arr
+
+
+def as_index(name: str, value: Any) -> int:
+    """A non-negative integer index (a link index given before the robot is known)."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer index, got {value!r}")
+    return int(value)
+
+
+def check_index(name: str, value: Any, size: int) -> int:
+    """An integer index in `[0, size)` (the link-index validator once the robot is known)."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer index in [0, {size}), got {value!r}")
+    if not 0 <= value < size:
+        raise ValueError(f"{name} must be an integer in [0, {size}), got {value!r}")
+    return int(value)
+
+
+def check_material_point(name: str, value: Any) -> Array:
+    """A finite material point `(3,)`."""
+    return as_vector(name, value, 3)
+
+
+def check_density(where: str, density: Any, volume: Any) -> Array:
+    """A positive, finite density: scalar or one value per node of `volume` (`None` takes the
+    volume's own)."""
+    if density is None:
+        if volume.density is None:
+            raise ValueError(f"{where}: give a density (the volume carries none)")
+        density = volume.density
+    rho = as_float(density, f"{where}: density")
+    if rho.shape not in ((), (volume.n_points,)):
+        raise ValueError(
+            f"{where}: density must be a scalar or have shape ({volume.n_points},), got {rho.shape}"
+        )
+    if not is_concrete(rho):
+        bad = jnp.any(~jnp.isfinite(rho) | (rho <= 0))
+        return eqx.error_if(rho, bad, f"{where}: density must be finite and positive")
+    if is_concrete(rho):
+        r = np.asarray(rho)
+        if not np.all(np.isfinite(r)) or np.any(r <= 0):
+            raise ValueError(
+                f"{where}: density must be finite and positive, got {r.min() if r.ndim else r}"
+            )
+    return rho

@@ -7,30 +7,44 @@ generalized force of a point load is `Q_ext = J_pᵀ f` with `J_p = ∂p_world/�
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import abc
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 from jax import Array
 
-from ._bodies import RigidBody
-from ._checks import as_vector
+from . import _recursion as rec
+from ._checks import as_index, as_vector, check_index
 from ._model import Robot
 from ._module import module, static
 
-__all__ = ["PointLoad", "Wrench", "check_loads"]
+__all__ = ["Load", "PointLoad", "Wrench", "check_loads", "external_loads"]
 
 _FRAMES = ("world", "distal")
 
 
-def _check_frame(cls: str, frame: str) -> None:
-    if frame not in _FRAMES:
-        raise ValueError(f"{cls}: frame must be one of {_FRAMES}, got {frame!r}")
+class Load(abc.ABC):
+    """An external load on link `link`, given in the world frame or in the distal frame `S_i`."""
+
+    link: int
+    frame: str
+
+    def _place(self, link: Any, frame: Any) -> None:
+        cls = type(self).__name__
+        if frame not in _FRAMES:
+            raise ValueError(f"{cls}: frame must be one of {_FRAMES}, got {frame!r}")
+        object.__setattr__(self, "link", as_index(f"{cls}: link", link))
+        object.__setattr__(self, "frame", frame)
+
+    @abc.abstractmethod
+    def local(self, robot: Robot, q: Array, rot: Array) -> tuple[Array, Array, Array]:
+        """`(force, moment about the origin of S_i, generalized force on q_B)` in `S_i`, with
+        `rot` the world rotation of `S_i` (used when the load is given in the world)."""
 
 
 @module
-class PointLoad:
+class PointLoad(Load):
     """A force applied at a material point of the body of link `link`.
 
     Args:
@@ -46,35 +60,26 @@ class PointLoad:
     frame: str = static(default="world")
 
     def __init__(self, link: int, point: Any, force: Any, frame: str = "world") -> None:
-        _check_frame("PointLoad", frame)
-        object.__setattr__(self, "link", _check_link("PointLoad", link))
-        object.__setattr__(self, "frame", frame)
+        self._place(link, frame)
         object.__setattr__(self, "point", as_vector("PointLoad: point", point, 3))
         object.__setattr__(self, "force", as_vector("PointLoad: force", force, 3))
 
-    def local(self, robot: Robot, q: Array, rot: Array) -> tuple[Array, Array, Callable | None]:
+    def local(self, robot: Robot, q: Array, rot: Array) -> tuple[Array, Array, Array]:
+        """`(f, p × f, J_pᵀ f)` in `S_i`, with `p` the point in `S_i` and `J_p = ∂p/∂q_B`
+        (the point's motion inside the body; empty for a rigid body)."""
         body = robot.links[self.link].body
         f = rot.T @ self.force
-        if isinstance(body, RigidBody):
-            p = body.distal_rotation.T @ (self.point - body.distal_translation)
-            return f, jnp.cross(p, f), None
 
         def local_point(qb: Array) -> Array:
             return body.local_points(qb, self.point[None])[0]
 
-        nj = robot.links[self.link].joint.n_q
-        qb = robot.split(q)[self.link][nj:]
-        p = local_point(qb)
-
-        def generalized(qb: Array) -> Array:
-            # π*_ext = J_pᵀ f with J_p = ∂p/∂q_B (the point's motion inside S_i)
-            return jax.jacfwd(local_point)(qb).T @ f
-
-        return f, jnp.cross(p, f), generalized
+        qb = q[robot.body_slice(self.link)]
+        p, jac = local_point(qb), jax.jacfwd(local_point)(qb)
+        return f, jnp.cross(p, f), jac.T @ f
 
 
 @module
-class Wrench:
+class Wrench(Load):
     """A force and a moment applied at the origin of the distal frame `S_i` of link `link`.
 
     Args:
@@ -90,35 +95,48 @@ class Wrench:
     def __init__(
         self, link: int, force: Any, moment: Any = (0.0, 0.0, 0.0), frame: str = "world"
     ) -> None:
-        _check_frame("Wrench", frame)
-        object.__setattr__(self, "link", _check_link("Wrench", link))
-        object.__setattr__(self, "frame", frame)
+        self._place(link, frame)
         object.__setattr__(self, "force", as_vector("Wrench: force", force, 3))
         object.__setattr__(self, "moment", as_vector("Wrench: moment", moment, 3))
 
-    def local(self, robot: Robot, q: Array, rot: Array) -> tuple[Array, Array, None]:
-        del robot, q
-        return rot.T @ self.force, rot.T @ self.moment, None
-
-
-def _check_link(cls: str, link: Any) -> int:
-    if not isinstance(link, int) or isinstance(link, bool) or link < 0:
-        raise ValueError(f"{cls}: link must be a non-negative integer index, got {link!r}")
-    return link
+    def local(self, robot: Robot, q: Array, rot: Array) -> tuple[Array, Array, Array]:
+        """`(F, M, 0)` in `S_i`."""
+        zero = jnp.zeros(robot.links[self.link].body.n_q, q.dtype)
+        return rot.T @ self.force, rot.T @ self.moment, zero
 
 
 def check_loads(robot: Robot, loads: Any) -> tuple[Any, ...]:
     """`loads` as a tuple of `PointLoad`/`Wrench` whose link indices exist in `robot`."""
     if loads is None:
         return ()
-    if isinstance(loads, (PointLoad, Wrench)):
+    if isinstance(loads, Load):
         loads = (loads,)
+    if not isinstance(loads, (tuple, list)):
+        raise TypeError(
+            f"loads must be a PointLoad, a Wrench or a sequence of them, got {type(loads).__name__}"
+        )
     loads = tuple(loads)
     for load in loads:
-        if not isinstance(load, (PointLoad, Wrench)):
+        if not isinstance(load, Load):
             raise TypeError(f"loads must be PointLoad or Wrench objects, got {type(load).__name__}")
-        if load.link >= robot.n_links:
-            raise ValueError(
-                f"{type(load).__name__}: link {load.link} does not exist (robot has {robot.n_links} links)"
-            )
+        check_index(f"{type(load).__name__}: link", load.link, robot.n_links)
     return loads
+
+
+def external_loads(
+    robot: Robot, q: Array, pos: rec.LinkPosition, loads: tuple[Any, ...]
+) -> rec.ExternalLoads:
+    """The loads as `ExternalLoads` in each `S_i` (loads given in the world are rotated by the
+    world pose of `S_i`; the generalized forces of point loads go to the body coordinates)."""
+    dtype = pos.rot.dtype
+    force = jnp.zeros((robot.n_links, 3), dtype)
+    moment = jnp.zeros((robot.n_links, 3), dtype)
+    gen = jnp.zeros(robot.n_q, dtype)
+    rw = rec.world_poses(pos)[0] if any(load.frame == "world" for load in loads) else None
+    for load in loads:
+        rot_i = rw[load.link] if load.frame == "world" else jnp.eye(3, dtype=dtype)
+        f_local, m_local, body_force = load.local(robot, q, rot_i)
+        force = force.at[load.link].add(f_local)
+        moment = moment.at[load.link].add(m_local)
+        gen = gen.at[robot.body_slice(load.link)].add(body_force)
+    return rec.ExternalLoads(force, moment, gen)

@@ -1,15 +1,13 @@
-"""The robot model: an immutable serial chain of links (joint + body)."""
+"""The robot model: an immutable serial chain of links (joint + body) and its actuators."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-import jax.numpy as jnp
-from jax import Array
-
-from ._bodies import RigidBody, SoftBody
-from ._checks import as_vector
+from ._actuator import Actuator
+from ._body import Body
+from ._checks import as_vector, check_index
 from ._module import module, static
 from .joints import Joint
 
@@ -21,14 +19,14 @@ class Link:
     """Joint `J_i` followed by body `B_i`; coordinates `q_i = (q_Ji, q_Bi)`."""
 
     joint: Joint
-    body: RigidBody | SoftBody
+    body: Body
 
     def __post_init__(self) -> None:
         if not isinstance(self.joint, Joint):
             raise TypeError(
                 f"Link: joint must be a softrigid.joints joint, got {type(self.joint).__name__}"
             )
-        if not isinstance(self.body, (RigidBody, SoftBody)):
+        if not isinstance(self.body, Body):
             raise TypeError(
                 f"Link: body must be a softrigid.RigidBody or SoftBody, got {type(self.body).__name__}"
             )
@@ -41,21 +39,38 @@ class Link:
 
 @module
 class Robot:
-    """An immutable serial chain of rigid and soft links.
+    """An immutable serial chain of rigid and soft links, with its actuators.
 
     Args:
         links: sequence of `Link(joint, body)`, from the base outwards.
         gravity: `(3,)` gravitational acceleration in the base frame [m/s²].
+        actuators: optional sequence of `softrigid.actuators` (joint motors, tendons, pressure
+            chambers). Without actuators the robot's inputs are the generalized forces
+            themselves (`A = I`, `u = ν`, `n_u = n_q`); with them the inputs are the actuators'
+            (`ν = A(q) u`, `n_u` = their total number of inputs, in the order given).
 
     `q` is ordered link by link, and inside a link joint coordinates first, then body
     coordinates. The robot holds no state: every algorithm is a pure function of it.
     """
 
     links: tuple[Link, ...]
-    gravity: Array
+    gravity: Any
+    actuators: tuple[Actuator, ...]
     n_q: int = static(default=0, init=False)
+    n_u: int = static(default=0, init=False)
 
-    def __init__(self, links: Sequence[Link], gravity: Any = (0.0, 0.0, -9.81)) -> None:
+    def __init__(
+        self,
+        links: Sequence[Link],
+        gravity: Any = (0.0, 0.0, -9.81),
+        actuators: Sequence[Actuator] | Actuator | None = None,
+    ) -> None:
+        if isinstance(links, Link):
+            raise TypeError("Robot: links must be a sequence of softrigid.Link, e.g. [link]")
+        if not isinstance(links, Sequence) or isinstance(links, (str, bytes)):
+            raise TypeError(
+                f"Robot: links must be a sequence of softrigid.Link, got {type(links).__name__}"
+            )
         links = tuple(links)
         if not links:
             raise ValueError("Robot: needs at least one link")
@@ -67,6 +82,12 @@ class Robot:
         object.__setattr__(self, "links", links)
         object.__setattr__(self, "gravity", as_vector("Robot: gravity", gravity, 3))
         object.__setattr__(self, "n_q", sum(link.n_q for link in links))
+        acts = _as_actuators(actuators)
+        object.__setattr__(self, "actuators", acts)
+        for act in acts:
+            act.check(self)
+        n_u = sum(act.n_inputs(self) for act in acts) if acts else self.n_q
+        object.__setattr__(self, "n_u", n_u)
 
     @property
     def n_links(self) -> int:
@@ -81,13 +102,37 @@ class Robot:
             start += link.n_q
         return tuple(out)
 
-    def split(self, q: Array) -> tuple[Array, ...]:
+    def joint_slice(self, i: int) -> slice:
+        """The slice of `q` of the joint coordinates `q_Ji` of link `i`."""
+        sl = self.q_slices()[check_index("link index", i, self.n_links)]
+        return slice(sl.start, sl.start + self.links[i].joint.n_q)
+
+    def body_slice(self, i: int) -> slice:
+        """The slice of `q` of the body coordinates `q_Bi` of link `i`."""
+        sl = self.q_slices()[check_index("link index", i, self.n_links)]
+        return slice(sl.start + self.links[i].joint.n_q, sl.stop)
+
+    def split(self, q: Any) -> tuple[Any, ...]:
         """`q` cut into the per-link vectors `q_i`."""
         return tuple(q[..., s] for s in self.q_slices())
 
     def __len__(self) -> int:
         return len(self.links)
 
-    def zeros(self) -> Array:
-        """A zero configuration `(n_q,)`."""
-        return jnp.zeros(self.n_q)
+
+def _as_actuators(actuators: Any) -> tuple[Actuator, ...]:
+    if actuators is None:
+        return ()
+    acts = (actuators,) if isinstance(actuators, Actuator) else actuators
+    if not isinstance(acts, Sequence):
+        raise TypeError(
+            "Robot: actuators must be a softrigid.actuators actuator or a sequence of them, "
+            f"got {type(actuators).__name__}"
+        )
+    for k, a in enumerate(acts):
+        if not isinstance(a, Actuator):
+            raise TypeError(
+                f"Robot: actuators[{k}] must be a softrigid.actuators actuator, "
+                f"got {type(a).__name__}"
+            )
+    return tuple(acts)

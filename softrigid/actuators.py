@@ -7,17 +7,13 @@ of the configuration, so that the actuation power is `q̇ᵀ A u` exactly:
 - `Tendon`: a cable of length `l(q)` under tension `u ≥ 0`, `A = −(∂l/∂q)ᵀ`.
 - `PressureChamber`: a cavity of volume `V_c(q)` under gauge pressure `u`, `A = ∂V_c/∂q`.
 
-`actuation_matrix(robot, actuators, q)` stacks the columns in the order of `actuators`;
-`actuation_force(robot, actuators, q, u)` is `A(q) u`, the `ν` that `inverse_dynamics` balances:
-a motion `(q, q̇, q̈)` is produced by the inputs `u` when
-`inverse_dynamics(robot, q, qd, qdd) == actuation_force(robot, actuators, q, u)`.
-`controller(robot, actuators, policy)` turns an input policy `u(t, q, q̇)` into the `control`
-argument of `softrigid.simulate`.
+Actuators belong to the robot model: `softrigid.Robot(links, actuators=[...])`. Its inputs `u`
+stack the actuators' inputs in that order; `softrigid.actuation_matrix(robot, q)` is `A(q)` and
+`softrigid.actuation_force(robot, q, u)` is `A(q) u`, the `ν` that `inverse_dynamics` balances.
 """
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,53 +22,20 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ._bodies import SoftBody
-from ._dynamics import _robot, _states, world_points
+from ._actuator import Actuator
+from ._chain import proximal_poses
+from ._checks import as_index, as_vector, check_index
 from ._model import Robot
 from ._module import is_concrete, module, static
+from ._soft_body import SoftBody
 from .materials import deformation_gradient
 from .quadrature._gauss import gauss_legendre
+from .quadrature._geometry import contains, has_geometry, within_envelope
 from .quadrature._rule import QuadratureRule
 
-__all__ = [
-    "Actuator",
-    "JointMotor",
-    "PressureChamber",
-    "Tendon",
-    "actuation_force",
-    "actuation_matrix",
-    "controller",
-]
+__all__ = ["Actuator", "JointMotor", "PressureChamber", "Tendon"]
 
 _INSIDE_TOL = 1e-9
-
-
-class Actuator(abc.ABC):
-    """An actuator: `n_inputs(robot)` inputs and their columns `columns(robot, q)` of `A(q)`."""
-
-    @abc.abstractmethod
-    def n_inputs(self, robot: Robot) -> int:
-        """Number of inputs `u` of this actuator on `robot`."""
-
-    @abc.abstractmethod
-    def columns(self, robot: Robot, q: Array) -> Array:
-        """Its columns `(n_q, n_inputs)` of `A(q)`."""
-
-    def check(self, robot: Robot) -> None:  # noqa: B027 - optional hook, no-op by default
-        """Raise `ValueError`/`TypeError` when the actuator does not fit `robot`."""
-
-
-def _check_link(cls: str, robot: Robot, link: int) -> None:
-    if not isinstance(link, int) or isinstance(link, bool) or not 0 <= link < robot.n_links:
-        raise ValueError(
-            f"{cls}: link index must be an integer in [0, {robot.n_links}), got {link!r}"
-        )
-
-
-def _as_link(cls: str, link: Any) -> int:
-    if not isinstance(link, (int, np.integer)) or isinstance(link, bool) or link < 0:
-        raise ValueError(f"{cls}: link must be a non-negative integer, got {link!r}")
-    return int(link)
 
 
 def _soft_body(cls: str, robot: Robot, link: int) -> SoftBody:
@@ -80,15 +43,6 @@ def _soft_body(cls: str, robot: Robot, link: int) -> SoftBody:
     if not isinstance(body, SoftBody):
         raise TypeError(f"{cls}: link {link} carries a {type(body).__name__}, not a SoftBody")
     return body
-
-
-def _body_coordinates(robot: Robot, q: Array, link: int) -> Array:
-    return robot.split(q)[link][robot.links[link].joint.n_q :]
-
-
-def _body_rows(robot: Robot, link: int) -> slice:
-    sl = robot.q_slices()[link]
-    return slice(sl.start + robot.links[link].joint.n_q, sl.stop)
 
 
 @module
@@ -104,7 +58,7 @@ class JointMotor(Actuator):
     link: int = static()
 
     def __init__(self, link: int) -> None:
-        object.__setattr__(self, "link", _as_link("JointMotor", link))
+        object.__setattr__(self, "link", as_index("JointMotor: link", link))
 
     def n_inputs(self, robot: Robot) -> int:
         return robot.links[self.link].joint.n_q
@@ -115,7 +69,7 @@ class JointMotor(Actuator):
         return jnp.eye(robot.n_q, dtype=q.dtype)[:, start : start + nj]
 
     def check(self, robot: Robot) -> None:
-        _check_link("JointMotor", robot, self.link)
+        check_index("JointMotor: link", self.link, robot.n_links)
         if robot.links[self.link].joint.n_q == 0:
             raise ValueError(f"JointMotor: the joint of link {self.link} has no coordinate")
 
@@ -158,10 +112,9 @@ class Tendon(Actuator):
         order: Gauss nodes per body (exact for polynomial integrands of degree `2 order − 1`;
             the constant-curvature integrand is constant).
 
-    The path must lie inside each body (checked against the reference volume: `0 ≤ x3 ≤ L`
-    and, when the rule has a cross-section, `|x1| ≤ 2σ₁`, `|x2| ≤ 2σ₂` with `σ_a² = ∫ x_a² dV / V`,
-    the bounding box of the section's equivalent ellipse, which contains circular, annular and
-    rectangular sections exactly).
+    The path must lie inside each body: checked at its Gauss nodes and ends against the exact
+    reference volume of the body's rule (`softrigid.quadrature.contains`: the cylinder, tube,
+    box or mesh itself, independent of the quadrature order), when the rule knows its geometry.
     """
 
     offset: Array | None
@@ -182,18 +135,14 @@ class Tendon(Actuator):
         links = (links,) if isinstance(links, (int, np.integer)) else tuple(links)
         if not links:
             raise ValueError("Tendon: give at least one link")
-        links = tuple(_as_link("Tendon", i) for i in links)
+        links = tuple(as_index("Tendon: link", i) for i in links)
         if links != tuple(range(links[0], links[0] + len(links))):
             raise ValueError(f"Tendon: links must be consecutive and increasing, got {links}")
         object.__setattr__(self, "links", links)
         if (offset is None) == (paths is None):
             raise ValueError("Tendon: give exactly one of offset=(d1, d2) or paths=")
         if offset is not None:
-            offset = jnp.asarray(offset, dtype=float)
-            if offset.shape != (2,):
-                raise ValueError(f"Tendon: offset must be (d1, d2), got shape {offset.shape}")
-            if is_concrete(offset) and not np.all(np.isfinite(np.asarray(offset))):
-                raise ValueError(f"Tendon: offset must be finite, got {np.asarray(offset)}")
+            offset = as_vector("Tendon: offset (d1, d2)", offset, 2)
         else:
             paths = tuple(paths)
             if len(paths) != len(links):
@@ -204,9 +153,7 @@ class Tendon(Actuator):
         object.__setattr__(self, "offset", offset)
         object.__setattr__(self, "paths", paths)
         if start is not None:
-            start = jnp.asarray(start, dtype=float)
-            if start.shape != (3,):
-                raise ValueError(f"Tendon: start must have shape (3,), got {start.shape}")
+            start = as_vector("Tendon: start", start, 3)
         object.__setattr__(self, "start", start)
         if not isinstance(order, int) or isinstance(order, bool) or order < 1:
             raise ValueError(f"Tendon: order must be a positive integer, got {order!r}")
@@ -254,7 +201,8 @@ class Tendon(Actuator):
             end_points = jax.vmap(path)(ends)
             if k == 0 and self.start is not None:
                 # from the base anchor to the entry point, in the base frame
-                entry = world_points(robot, q, i, end_points[:1])[0]
+                rot, trans = proximal_poses(robot, q)
+                entry = rot[i] @ body.kinematics(end_points[0], qb) + trans[i]
                 total = total + _span(entry - self.start)
             elif k > 0:
                 # across joint i: entry point T_J(q_J) f(x_t(0), q_B) vs the previous exit, in S_{i−1}
@@ -274,7 +222,7 @@ class Tendon(Actuator):
 
     def check(self, robot: Robot) -> None:
         for i in self.links:
-            _check_link("Tendon", robot, i)
+            check_index("Tendon: link", i, robot.n_links)
             body = _soft_body("Tendon", robot, i)
             if self.offset is not None and body.volume.pivot is None:
                 raise ValueError(
@@ -286,7 +234,7 @@ class Tendon(Actuator):
 
     def _check_inside(self, robot: Robot, k: int, i: int) -> None:
         vol = robot.links[i].body.volume
-        if not is_concrete(vol, self.offset):
+        if not is_concrete(vol, self.offset) or not has_geometry(vol):
             return
         nodes = np.concatenate([[0.0], gauss_legendre(self.order)[0], [1.0]])
         # evaluated now even inside a trace (actuation_matrix under jit or jacfwd); a path
@@ -298,29 +246,12 @@ class Tendon(Actuator):
         pts = np.asarray(pts)
         if pts.shape != (nodes.size, 3):
             raise ValueError(f"Tendon: path {k} must return (3,) material points")
-        w = np.asarray(vol.weights)
-        x = np.asarray(vol.points)
-        scale = float(np.max(np.abs(x))) or 1.0
-        tol = _INSIDE_TOL * scale
-        bad = []
-        if vol.pivot is not None:
-            length = float(np.asarray(vol.pivot)[2])
-            out = (pts[:, 2] < -tol) | (pts[:, 2] > length + tol)
-            if out.any():
-                bad.append(f"x3 = {pts[out, 2][0]:.6g} outside [0, {length:.6g}]")
-        for a in (0, 1):
-            sigma = np.sqrt(np.sum(w * x[:, a] ** 2) / np.sum(w))
-            if sigma == 0:
-                continue
-            out = np.abs(pts[:, a]) > 2.0 * sigma + tol
-            if out.any():
-                bad.append(
-                    f"|x{a + 1}| = {np.abs(pts[out, a])[0]:.6g} beyond the section's extent "
-                    f"{2.0 * sigma:.6g}"
-                )
-        if bad:
+        outside = ~contains(vol, pts, tol=_INSIDE_TOL)
+        if outside.any():
+            x = pts[np.argmax(outside)]
             raise ValueError(
-                f"Tendon: the path through link {i} leaves the body: " + "; ".join(bad)
+                f"Tendon: the path through link {i} leaves the body: the material point "
+                f"({x[0]:.6g}, {x[1]:.6g}, {x[2]:.6g}) is outside its {vol.geometry} volume"
             )
 
 
@@ -356,7 +287,7 @@ class PressureChamber(Actuator):
         region: QuadratureRule | None = None,
         volume: Callable[[Array], Array] | None = None,
     ) -> None:
-        object.__setattr__(self, "link", _as_link("PressureChamber", link))
+        object.__setattr__(self, "link", as_index("PressureChamber: link", link))
         if (region is None) == (volume is None):
             raise ValueError("PressureChamber: give exactly one of region= or volume=")
         if region is not None and not isinstance(region, QuadratureRule):
@@ -370,7 +301,7 @@ class PressureChamber(Actuator):
 
     def chamber_volume(self, robot: Robot, q: Array) -> Array:
         """`V_c(q)` (scalar)."""
-        qb = _body_coordinates(robot, q, self.link)
+        qb = q[robot.body_slice(self.link)]
         if self.volume is not None:
             return self.volume(qb)
         body = robot.links[self.link].body
@@ -386,8 +317,18 @@ class PressureChamber(Actuator):
         return jax.grad(lambda x: self.chamber_volume(robot, x))(q)[:, None]
 
     def check(self, robot: Robot) -> None:
-        _check_link("PressureChamber", robot, self.link)
+        check_index("PressureChamber: link", self.link, robot.n_links)
         body = _soft_body("PressureChamber", robot, self.link)
+        region = self.region
+        if region is not None and has_geometry(body.volume) and is_concrete(region.points):
+            outside = ~within_envelope(body.volume, np.asarray(region.points), tol=_INSIDE_TOL)
+            if outside.any():
+                x = np.asarray(region.points)[np.argmax(outside)]
+                raise ValueError(
+                    f"PressureChamber: the region leaves the body of link {self.link}: its node "
+                    f"({x[0]:.6g}, {x[1]:.6g}, {x[2]:.6g}) is outside the {body.volume.geometry} "
+                    "volume and its cavities"
+                )
         if self.volume is not None:
             qb = jax.ShapeDtypeStruct((body.n_q,), jnp.dtype(float))
             out = jax.eval_shape(self.volume, qb)
@@ -396,83 +337,3 @@ class PressureChamber(Actuator):
                     f"PressureChamber: volume(q_B) must return a scalar for q_B ({body.n_q},), "
                     f"got {getattr(out, 'shape', type(out).__name__)}"
                 )
-
-
-def _as_actuators(actuators: Any) -> tuple[Actuator, ...]:
-    acts = (actuators,) if isinstance(actuators, Actuator) else tuple(actuators)
-    if not acts:
-        raise ValueError("actuators: give at least one actuator")
-    for k, a in enumerate(acts):
-        if not isinstance(a, Actuator):
-            raise TypeError(
-                f"actuators[{k}] must be a softrigid.actuators actuator, got {type(a).__name__}"
-            )
-    return acts
-
-
-def check_actuators(robot: Robot, actuators: Any) -> tuple[Actuator, ...]:
-    """The actuators as a tuple, each checked against `robot`; the total input count is
-    `sum(a.n_inputs(robot))`."""
-    acts = _as_actuators(actuators)
-    for a in acts:
-        a.check(robot)
-    return acts
-
-
-@jax.jit
-def _matrix_jit(robot: Robot, actuators: tuple[Actuator, ...], q: Array) -> Array:
-    return jnp.concatenate([a.columns(robot, q) for a in actuators], axis=1)
-
-
-def n_inputs(robot: Robot, actuators: Any) -> int:
-    """Total number of inputs `m` of `actuators` on `robot`."""
-    return sum(a.n_inputs(robot) for a in _as_actuators(actuators))
-
-
-def actuation_matrix(robot: Robot, actuators: Any, q: Array) -> Array:
-    """The actuation matrix `A(q)` `(n_q, m)`, `ν = A(q) u`.
-
-    Args:
-        robot: the robot.
-        actuators: an `Actuator` or a sequence of them; their inputs are stacked in this order.
-        q: `(n_q,)` configuration.
-
-    Returns:
-        `(n_q, m)` with `m` the total number of inputs.
-    """
-    robot = _robot(robot)
-    (q,) = _states(robot, q=q)
-    return _matrix_jit(robot, check_actuators(robot, actuators), q)
-
-
-def actuation_force(robot: Robot, actuators: Any, q: Array, u: Array) -> Array:
-    """The generalized actuation force `ν = A(q) u` `(n_q,)` for inputs `u` `(m,)` (tendon
-    tensions, pressures, joint torques/forces in the order of `actuators`)."""
-    robot = _robot(robot)
-    (q,) = _states(robot, q=q)
-    acts = check_actuators(robot, actuators)
-    m = n_inputs(robot, acts)
-    u = jnp.asarray(u, dtype=q.dtype)
-    if u.shape != (m,):
-        raise ValueError(f"u must have shape ({m},) for these actuators, got {u.shape}")
-    return _matrix_jit(robot, acts, q) @ u
-
-
-def controller(
-    robot: Robot, actuators: Any, policy: Callable[[Array, Array, Array], Array]
-) -> Callable[[Array, Array, Array], Array]:
-    """A `control(t, q, qd) -> ν = A(q) u(t, q, qd)` for `softrigid.simulate` from an input
-    policy `u(t, q, qd) -> (m,)` (jit-traceable)."""
-    robot = _robot(robot)
-    acts = check_actuators(robot, actuators)
-    m = n_inputs(robot, acts)
-    if not callable(policy):
-        raise TypeError("controller: policy must be callable u(t, q, qd) -> (m,)")
-
-    def control(t: Array, q: Array, qd: Array) -> Array:
-        u = jnp.asarray(policy(t, q, qd), dtype=q.dtype)
-        if u.shape != (m,):
-            raise ValueError(f"policy(t, q, qd) must return shape ({m},), got {u.shape}")
-        return jnp.concatenate([a.columns(robot, q) for a in acts], axis=1) @ u
-
-    return control

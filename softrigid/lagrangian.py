@@ -16,11 +16,11 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from ._bodies import RigidBody
-from ._checks import check_state
-from ._dynamics import _dissipation, _elastic_energy
+from ._energy import total_dissipation, total_elastic_energy
+from ._entry import check_robot, check_states
 from ._math import vee
 from ._model import Robot
+from ._rigid_body import RigidBody
 
 __all__ = ["inverse_dynamics", "kinetic_energy", "lagrangian", "mass_matrix", "potential_energy"]
 
@@ -47,9 +47,8 @@ def _world(robot: Robot, q: Array) -> tuple[list, list]:
 
 def kinetic_energy(robot: Robot, q: Array, qd: Array) -> Array:
     """`T(q, q̇)` from the world velocities of every node (and rigid CoM / angular velocity)."""
-    check_state("q", q, robot.n_q)
-    check_state("qd", qd, robot.n_q)
-    return jax.jit(_kinetic_energy)(robot, q, qd)
+    q, qd = check_states(check_robot(robot), q=q, qd=qd)
+    return _kinetic_energy_jit(robot, q, qd)
 
 
 def _kinetic_energy(robot: Robot, q: Array, qd: Array) -> Array:
@@ -71,8 +70,8 @@ def _kinetic_energy(robot: Robot, q: Array, qd: Array) -> Array:
 
 def potential_energy(robot: Robot, q: Array) -> Array:
     """`V(q) = −Σ m_k gravity · p_k + U_elastic(q)`."""
-    check_state("q", q, robot.n_q)
-    return jax.jit(_potential_energy)(robot, q)
+    (q,) = check_states(check_robot(robot), q=q)
+    return _potential_energy_jit(robot, q)
 
 
 def _potential_energy(robot: Robot, q: Array) -> Array:
@@ -81,7 +80,11 @@ def _potential_energy(robot: Robot, q: Array) -> Array:
     v = -sum(jnp.sum(m * (p @ g)) for p, m in soft) - sum(
         mass * jnp.dot(c, g) for c, _, mass, _ in rigid
     )
-    return v + _elastic_energy(robot, q)
+    return v + total_elastic_energy(robot, q)
+
+
+_kinetic_energy_jit = jax.jit(_kinetic_energy)
+_potential_energy_jit = jax.jit(_potential_energy)
 
 
 def lagrangian(robot: Robot, q: Array, qd: Array) -> Array:
@@ -91,8 +94,7 @@ def lagrangian(robot: Robot, q: Array, qd: Array) -> Array:
 
 def inverse_dynamics(robot: Robot, q: Array, qd: Array, qdd: Array) -> Array:
     """`ν = d/dt ∂L/∂q̇ − ∂L/∂q + ∂R/∂q̇` `(n_q,)` by automatic differentiation."""
-    for name, x in (("q", q), ("qd", qd), ("qdd", qdd)):
-        check_state(name, x, robot.n_q)
+    q, qd, qdd = check_states(check_robot(robot), q=q, qd=qd, qdd=qdd)
     return _inverse_dynamics(robot, q, qd, qdd)
 
 
@@ -106,13 +108,13 @@ def _inverse_dynamics(robot: Robot, q: Array, qd: Array, qdd: Array) -> Array:
     return (
         dmomentum
         - jax.grad(lagrangian, argnums=1)(robot, q, qd)
-        + jax.grad(_dissipation, argnums=2)(robot, q, qd)
+        + jax.grad(total_dissipation, argnums=2)(robot, q, qd)
     )
 
 
 def mass_matrix(robot: Robot, q: Array) -> Array:
     """`M = ∂²T/∂q̇²` `(n_q, n_q)`."""
-    check_state("q", q, robot.n_q)
+    (q,) = check_states(check_robot(robot), q=q)
     return _mass_matrix(robot, q)
 
 

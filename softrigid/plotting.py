@@ -14,10 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ._bodies import SoftBody
-from ._dynamics import _proximal_pose, _robot, _states, world_points
+from ._chain import proximal_poses
+from ._entry import check_robot, check_states
 from ._model import Robot
 from ._simulate import Trajectory
+from ._soft_body import SoftBody
 
 __all__ = ["backbones", "plot_snapshots", "plot_trajectory"]
 
@@ -44,21 +45,20 @@ def backbones(robot: Robot, q: Array, n: int = 16) -> list[Array]:
     coordinate of its volume's pivot; a rigid body is drawn from its proximal origin through its
     centre of mass to its distal origin.
     """
-    robot = _robot(robot)
-    (q,) = _states(robot, q=q)
+    (q,) = check_states(check_robot(robot), q=q)
+    rots, transs = proximal_poses(robot, q)
     lines = []
     for i, link in enumerate(robot.links):
-        body = link.body
+        body, rot, trans = link.body, rots[i], transs[i]
+        qb = q[robot.body_slice(i)]
         if isinstance(body, SoftBody) and body.volume.pivot is not None:
             x3 = jnp.linspace(0.0, body.volume.pivot[2], n)
             axis = jnp.stack([jnp.zeros(n), jnp.zeros(n), x3], -1)
-            lines.append(world_points(robot, q, i, axis))
+            pts = body.map_points(qb, axis)
         else:
-            rot, trans = _proximal_pose(robot, q, i)
-            qb = robot.split(q)[i][link.joint.n_q :]
             _, tb = body.distal_pose(qb)
-            com = body.mass_points(qb)[0].mean(0)
-            lines.append(jnp.stack([trans, trans + rot @ com, trans + rot @ tb]))
+            pts = jnp.stack([jnp.zeros(3), body.mass_points(qb)[0].mean(0), tb])
+        lines.append(pts @ rot.T + trans)
     return lines
 
 

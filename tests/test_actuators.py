@@ -10,15 +10,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 import softrigid as sr
-from softrigid import joints, kinematics, quadrature
-from softrigid.actuators import (
-    JointMotor,
-    PressureChamber,
-    Tendon,
-    actuation_force,
-    actuation_matrix,
-    controller,
-)
+from softrigid import actuation_force, actuation_matrix, joints, kinematics, quadrature
+from softrigid.actuators import JointMotor, PressureChamber, Tendon
 from softrigid.materials import CompressibleNeoHookean, CosseratRod
 
 RADIUS, LENGTH = 0.05, 0.4
@@ -26,6 +19,11 @@ VOLUME = quadrature.cylinder(RADIUS, LENGTH, n_axial=3, n_radial=2, n_angular=5)
 tendon_length = jax.jit(Tendon.length)
 chamber_volume = jax.jit(PressureChamber.chamber_volume)
 FRAME = {"pivot": (0.0, 0.0, LENGTH), "contact_points": ((RADIUS, 0, LENGTH), (0, RADIUS, LENGTH))}
+
+
+def actuated(robot, actuators):
+    """`robot` with `actuators` (the model holds its actuators)."""
+    return sr.Robot(robot.links, robot.gravity, actuators=actuators)
 
 
 def cc_body(material=None):
@@ -74,7 +72,7 @@ def test_tendon_offset_in_constant_curvature(cc_chain, d):
             3 * LENGTH + d * (q[0] + q[1] + q[3]) + span,
             rtol=1e-14,
         )
-        a = actuation_matrix(cc_chain, [tendon_fixed], q)
+        a = actuation_matrix(actuated(cc_chain, [tendon_fixed]), q)
         np.testing.assert_allclose(a[:, 0], [-d, -d, 0.0, 0.0], rtol=1e-14, atol=1e-16)
 
 
@@ -109,7 +107,9 @@ def test_tendon_general_path_against_polyline():
         / (2 * h)
         for e in np.eye(3)
     ]
-    np.testing.assert_allclose(actuation_matrix(robot, tendon, q)[:, 0], fd, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(
+        actuation_matrix(actuated(robot, tendon), q)[:, 0], fd, rtol=1e-7, atol=1e-10
+    )
 
 
 def test_pressure_chamber_volume():
@@ -122,34 +122,38 @@ def test_pressure_chamber_volume():
     v0 = np.pi * rc**2 * LENGTH
     np.testing.assert_allclose(chamber_volume(chamber, robot, q), v0 * (1 + q[1]) ** 2, rtol=1e-13)
     np.testing.assert_allclose(
-        actuation_matrix(robot, chamber, q)[:, 0], [0.0, 2 * v0 * (1 + q[1]), 0.0], atol=1e-15
+        actuation_matrix(actuated(robot, chamber), q)[:, 0],
+        [0.0, 2 * v0 * (1 + q[1]), 0.0],
+        atol=1e-15,
     )
     # the same chamber given by its volume function
     by_fn = PressureChamber(0, volume=lambda qb: v0 * (1 + qb[0]) ** 2)
     np.testing.assert_allclose(
-        actuation_matrix(robot, by_fn, q), actuation_matrix(robot, chamber, q), atol=1e-15
+        actuation_matrix(actuated(robot, by_fn), q),
+        actuation_matrix(actuated(robot, chamber), q),
+        atol=1e-15,
     )
 
 
 def test_joint_motor_and_actuation_force(cc_chain):
     q = jnp.array([0.3, -0.2, 0.5, 0.1])
-    acts = [JointMotor(2), Tendon([0, 1], (0.02, 0.0))]
-    a = actuation_matrix(cc_chain, acts, q)
+    robot = actuated(cc_chain, [JointMotor(2), Tendon([0, 1], (0.02, 0.0))])
+    assert robot.n_u == 2 and cc_chain.n_u == cc_chain.n_q == 4
+    a = actuation_matrix(robot, q)
     assert a.shape == (4, 2)
     np.testing.assert_array_equal(a[:, 0], [0.0, 0.0, 1.0, 0.0])
     u = jnp.array([1.5, 2.0])
-    np.testing.assert_allclose(actuation_force(cc_chain, acts, q, u), a @ u, rtol=1e-15)
-    control = controller(cc_chain, acts, lambda t, q, qd: u)
-    np.testing.assert_allclose(jax.jit(control)(0.0, q, q), a @ u, rtol=1e-15)
-    # inverse_dynamics with inputs: the residual ν − A u, zero when u produces the motion
-    qd, qdd = jnp.array([0.1, 0.2, -0.3, 0.4]), jnp.array([1.0, -2.0, 0.5, 0.3])
-    nu = sr.inverse_dynamics(cc_chain, q, qd, qdd)
-    residual = sr.inverse_dynamics(cc_chain, q, qd, qdd, actuators=acts, u=u)
-    np.testing.assert_allclose(residual, nu - a @ u, rtol=0, atol=1e-14)
-    with pytest.raises(ValueError, match="give both actuators and u"):
-        sr.inverse_dynamics(cc_chain, q, qd, qdd, u=u)
-    with pytest.raises(ValueError, match=r"u must have shape \(2,\)"):
-        sr.inverse_dynamics(cc_chain, q, qd, qdd, actuators=acts, u=jnp.ones(3))
+    np.testing.assert_allclose(actuation_force(robot, q, u), a @ u, rtol=1e-15)
+    # without actuators the inputs are the generalized forces: A = I
+    np.testing.assert_array_equal(actuation_matrix(cc_chain, q), np.eye(4))
+    # forward dynamics takes the robot's inputs: it inverts ID with ν = A u
+    qd = jnp.array([0.1, 0.2, -0.3, 0.4])
+    qdd = sr.forward_dynamics(robot, q, qd, u)
+    np.testing.assert_allclose(sr.inverse_dynamics(robot, q, qd, qdd), a @ u, atol=1e-12)
+    with pytest.raises(ValueError, match=r"u must have shape \(2,\) \(actuator inputs\)"):
+        sr.forward_dynamics(robot, q, qd, jnp.ones(4))
+    with pytest.raises(ValueError, match=r"u must have shape \(4,\) \(generalized forces"):
+        sr.forward_dynamics(cc_chain, q, qd, jnp.ones(2))
 
 
 # ---------------------------------------------------------------- power balance
@@ -174,20 +178,19 @@ def actuated_robot():
         sr.Link(joints.Revolute((0.0, 1.0, 0.0), stiffness=3.0, damping=0.2), neo),
         sr.Link(joints.Fixed(origin=origin), rod),
     ]
-    robot = sr.Robot(links, gravity=(0.5, -2.0, -9.81))
     acts = (
         Tendon([1], (0.02, 0.01)),
         Tendon([0, 1], (-0.03, 0.0)),
         PressureChamber(0, region=quadrature.cylinder(0.02, LENGTH, 2, 2, 3)),
         JointMotor(0),
     )
-    return robot, acts
+    return sr.Robot(links, gravity=(0.5, -2.0, -9.81), actuators=acts)
 
 
 def test_power_balance(actuated_robot):
     # d(T + V)/dt = q̇ᵀ A u − 2R along the forward-dynamics flow, with the energy rate by a jvp;
     # T = ½ Σ m_k |ṗ_k|² over the world quadrature nodes (Euler–Lagrange, not the recursion)
-    robot, acts = actuated_robot
+    robot = actuated_robot
     masses = [link.body.mass_weights for link in robot.links]
 
     @jax.jit
@@ -204,8 +207,8 @@ def test_power_balance(actuated_robot):
         q = jnp.asarray(0.2 * rng.normal(size=robot.n_q))
         qd = jnp.asarray(rng.normal(size=robot.n_q))
         u = jnp.asarray(rng.uniform(0.0, 2.0, 4))
-        nu = actuation_force(robot, acts, q, u)
-        qdd = sr.forward_dynamics(robot, q, qd, nu)
+        nu = actuation_force(robot, q, u)
+        qdd = sr.forward_dynamics(robot, q, qd, u)
         expected = qd @ nu - 2.0 * sr.dissipation(robot, q, qd)
         np.testing.assert_allclose(energy_rate(q, qd, qdd), expected, rtol=1e-10, atol=1e-10)
 
@@ -214,23 +217,45 @@ def test_power_balance(actuated_robot):
 
 
 def test_tendon_outside_the_body(cc_chain):
-    q = jnp.zeros(4)
-    with pytest.raises(ValueError, match=r"leaves the body: \|x1\| = 0.06 beyond the section"):
-        actuation_matrix(cc_chain, Tendon([0], (0.06, 0.0)), q)
+    with pytest.raises(ValueError, match=r"leaves the body: the material point \(0.06, 0, 0\)"):
+        actuated(cc_chain, Tendon([0], (0.06, 0.0)))
 
     def too_long(s):
         return jnp.stack([0.0 * s, 0.0 * s, 1.2 * LENGTH * s])
 
-    with pytest.raises(ValueError, match=r"leaves the body: x3 = 0.44\d+ outside \[0, 0.4\]"):
-        actuation_matrix(cc_chain, Tendon([0], paths=[too_long]), q)
+    with pytest.raises(ValueError, match=r"leaves the body: the material point \(0, 0, 0.44\d*\)"):
+        actuated(cc_chain, Tendon([0], paths=[too_long]))
+
+
+@pytest.mark.parametrize("n_radial", [1, 2, 4])
+def test_tendon_inside_check_uses_the_exact_section(n_radial):
+    # against the disk itself, not the quadrature: an offset of 0.025 in a 0.03 disk is inside
+    # for every rule, (0.029, 0.029) (radius 0.041) is outside
+    vol = quadrature.cylinder(0.03, LENGTH, n_axial=2, n_radial=n_radial, n_angular=4)
+    body = sr.SoftBody(kinematics.PlanarConstantCurvature(LENGTH), vol, density=1000.0)
+    robot = sr.Robot([sr.Link(joints.Fixed(), body)], gravity=(0, 0, 0))
+    actuated(robot, Tendon([0], (0.025, 0.0)))
+    with pytest.raises(ValueError, match="outside its cylinder volume"):
+        actuated(robot, Tendon([0], (0.029, 0.029)))
+
+
+def test_chamber_region_outside_the_body(cc_chain):
+    # a region wider than the body; a bore inside a tube is fine (the cavity counts)
+    wide = PressureChamber(0, region=quadrature.cylinder(2 * RADIUS, LENGTH, 2, 2, 3))
+    with pytest.raises(ValueError, match="PressureChamber: the region leaves the body of link 0"):
+        actuated(cc_chain, wide)
+    tube = quadrature.tube(0.02, RADIUS, LENGTH, n_axial=2, n_radial=1, n_angular=4)
+    body = sr.SoftBody(bulge, tube, density=1.0, n_q=2, **FRAME)
+    robot = sr.Robot([sr.Link(joints.Fixed(), body)], gravity=(0, 0, 0))
+    bore = PressureChamber(0, region=quadrature.cylinder(0.02, LENGTH, 2, 2, 3))
+    assert actuated(robot, bore).n_u == 1
 
 
 def test_bad_actuators(cc_chain):
     rigid = sr.RigidBody(1.0, (0, 0, 0), np.eye(3) * 0.01)
     robot = sr.Robot([sr.Link(joints.Fixed(), rigid)])
-    q = jnp.zeros(4)
     with pytest.raises(TypeError, match="link 0 carries a RigidBody, not a SoftBody"):
-        actuation_matrix(robot, Tendon([0], (0.0, 0.0)), jnp.zeros(0))
+        actuated(robot, Tendon([0], (0.0, 0.0)))
     with pytest.raises(ValueError, match="consecutive"):
         Tendon([0, 2], (0.0, 0.0))
     with pytest.raises(ValueError, match="exactly one of offset"):
@@ -238,11 +263,13 @@ def test_bad_actuators(cc_chain):
     with pytest.raises(ValueError, match="one path per link"):
         Tendon([0, 1], paths=[lambda s: s])
     with pytest.raises(ValueError, match="the joint of link 0 has no coordinate"):
-        actuation_matrix(cc_chain, JointMotor(0), q)
-    with pytest.raises(ValueError, match=r"link index must be an integer in \[0, 3\)"):
-        actuation_matrix(cc_chain, JointMotor(5), q)
+        actuated(cc_chain, JointMotor(0))
+    with pytest.raises(ValueError, match=r"JointMotor: link must be an integer in \[0, 3\)"):
+        actuated(cc_chain, JointMotor(5))
     with pytest.raises(ValueError, match=r"u must have shape \(1,\)"):
-        actuation_force(cc_chain, JointMotor(2), q, jnp.ones(2))
+        actuation_force(actuated(cc_chain, JointMotor(2)), jnp.zeros(4), jnp.ones(2))
+    with pytest.raises(TypeError, match=r"actuators\[1\] must be a softrigid.actuators"):
+        actuated(cc_chain, [JointMotor(2), "tendon"])
     with pytest.raises(ValueError, match="exactly one of region= or volume="):
         PressureChamber(0)
 
@@ -251,6 +278,7 @@ def test_actuation_matrix_differentiable_under_jit(cc_chain):
     # the route check runs inside traces too; l = 2L + d (q0 + q1) is linear, so ∂A/∂q = 0
     tendon = Tendon([0, 1], (0.02, 0.0))
     q = jnp.array([0.3, -0.2, 0.5, 0.1])
-    d_a = jax.jit(jax.jacfwd(lambda x: actuation_matrix(cc_chain, tendon, x)))(q)
+    robot = actuated(cc_chain, tendon)
+    d_a = jax.jit(jax.jacfwd(lambda x: actuation_matrix(robot, x)))(q)
     assert d_a.shape == (4, 1, 4)
     np.testing.assert_allclose(d_a, 0.0, atol=1e-12)

@@ -1,0 +1,202 @@
+"""The body interface of the recursion, and the mass-moment form of the body terms.
+
+A body `B_i` enters the recursion of `algorithm.md` only through its distal pose and its
+D'Alembert resultants about the origin of its distal frame `S_i`. With the nodes
+`p_k = p(x_k, q_B)` in `S_i`, their Jacobians `J_k = ∂p_k/∂q_B` (columns `J_kj`) and the velocity
+part of their relative acceleration `h_k = ∂²p_k/∂q_B²[q̇_B, q̇_B]`, the absolute acceleration of
+node `k` is
+
+    acc_k = a + ω̇ × p_k + ω × (ω × p_k) + 2 ω × J_k q̇ + J_k q̈ + h_k,
+
+where `(ω, a, ω̇)` is the motion of `S_i`. Every resultant is linear in `acc_k`, and `acc_k` is
+linear in `(1, p_k, J_kj)`, so the sums over nodes collapse into **mass moments** computed once
+per configuration (no per-node work at the velocity and acceleration levels):
+
+    m = Σ m_k,   s = Σ m_k p_k,   P = Σ m_k p_k p_kᵀ,   I_O = tr(P) 1 − P,
+    S_j = Σ m_k J_kj,   Q_j = Σ m_k J_kj p_kᵀ,   B_jl = Σ m_k J_kj J_klᵀ,
+
+and, per `(q, q̇)`, the moments of `h_k`: `Σ m h`, `Σ m p × h`, `Σ m J_jᵀ h`. With them
+(`Σ m p × u = vee(U − Uᵀ)` for `U = Σ m u pᵀ`):
+
+    F* = −(m a + ω̇ × s + ω × (ω × s) + 2 ω × Σ_j S_j q̇_j + Σ_j S_j q̈_j + Σ m h)
+    T* = −(s × a + I_O ω̇ + ω × I_O ω + 2 (ω tr C − C ω) + vee(D − Dᵀ) + Σ m p × h),
+         C = Σ_j q̇_j Q_j,  D = Σ_j q̈_j Q_j
+    π*_j = −(S_j · a + vee(Q_j − Q_jᵀ) · ω̇ + ωᵀ Q_j ω − |ω|² tr Q_j
+             + 2 Σ_l q̇_l ω · vee(B_jl − B_jlᵀ) + Σ_l tr(B_jl) q̈_l + Σ m J_jᵀ h)
+
+A rigid body is the case `n_B = 0`: its moments are `m`, `s = m c`, and `P` from its inertia,
+so rigid and soft bodies share these formulas (`dalembert_wrench`, `kinetic_energy`).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+from jax import Array
+
+from ._math import rmatvec, vee
+
+__all__ = [
+    "Body",
+    "BodyWrench",
+    "MassMoments",
+    "VelocityMoments",
+    "dalembert_wrench",
+    "kinetic_energy",
+]
+
+
+class MassMoments(NamedTuple):
+    """Mass moments of a body about the origin of its distal frame `S_i`, in `S_i`."""
+
+    mass: Array  # m ()
+    first: Array  # s = Σ m p (3,)
+    second: Array  # P = Σ m p pᵀ (3, 3)
+    jac_first: Array  # S_j = Σ m J_j (n, 3)
+    jac_second: Array  # Q_j = Σ m J_j pᵀ (n, 3, 3)
+    jac_jac: Array  # B_jl = Σ m J_j J_lᵀ (n, n, 3, 3)
+
+
+class VelocityMoments(NamedTuple):
+    """Moments of `h_k = ∂²p_k/∂q²[q̇, q̇]` (the velocity part of the nodes' relative
+    acceleration), computed once per `(q, q̇)`."""
+
+    force: Array  # Σ m h (3,)
+    moment: Array  # Σ m p × h (3,)
+    generalized: Array  # Σ m J_jᵀ h (n,)
+
+
+class BodyWrench(NamedTuple):
+    """D'Alembert resultants of a body, in its distal frame `S_i`."""
+
+    force: Array  # F* (3,)
+    moment: Array  # T* about the origin of S_i (3,)
+    generalized: Array  # π* (n_B,)
+
+
+class Body(abc.ABC):
+    """What the recursion needs from a body `B_i` with `n_q` coordinates `q_B`.
+
+    Position level (once per `q`): `distal_pose`, `position_terms` (its `MassMoments` and any
+    body-specific data for the velocity level). Velocity level (once per `(q, q̇)`):
+    `velocity_terms`. Energies for `s = ∂U/∂q + ∂R/∂q̇`: `elastic_energy`, `dissipation` (zero
+    unless the body has a material). Points: `map_points` (material points in the proximal frame),
+    `local_points` (in `S_i`) and `mass_points` (mass-carrying points in the proximal frame,
+    for gravity and plotting).
+    """
+
+    n_q: int
+
+    @abc.abstractmethod
+    def distal_pose(self, q: Array) -> tuple[Array, Array]:
+        """Pose `(R_B (3, 3), t_B (3,))` of the distal frame in the proximal frame."""
+
+    @abc.abstractmethod
+    def position_terms(self, q: Array) -> tuple[MassMoments, Any]:
+        """`(MassMoments, data)` at `q_B`; `data` is passed back to `velocity_terms`."""
+
+    @abc.abstractmethod
+    def velocity_terms(self, data: Any, q: Array, qd: Array) -> VelocityMoments:
+        """The moments of `h_k` at `(q_B, q̇_B)`, given the position-level `data`."""
+
+    @abc.abstractmethod
+    def map_points(self, q: Array, points: Array) -> Array:
+        """Positions `(M, 3)` of material points `points` `(M, 3)` in the proximal frame."""
+
+    @abc.abstractmethod
+    def mass_points(self, q: Array) -> tuple[Array, Array]:
+        """Mass-carrying points `(K, 3)` in the proximal frame and their masses `(K,)`."""
+
+    def local_points(self, q: Array, points: Array) -> Array:
+        """Material points `(M, 3)` in the distal frame `S_i`: `R_Bᵀ (f(x, q_B) − t_B)`."""
+        rot, trans = self.distal_pose(q)
+        return rmatvec(rot, self.map_points(q, points) - trans)
+
+    def zero_velocity_terms(self, dtype: Any) -> VelocityMoments:
+        """The velocity-level terms at `q̇ = 0`."""
+        return VelocityMoments(jnp.zeros(3, dtype), jnp.zeros(3, dtype), jnp.zeros(self.n_q, dtype))
+
+    def elastic_energy(self, q: Array) -> Array:
+        """Elastic energy `U(q_B)` (scalar); zero for a body without material."""
+        return jnp.zeros((), q.dtype)
+
+    def dissipation(self, q: Array, qd: Array) -> Array:
+        """Rayleigh function `R(q_B, q̇_B) ≥ 0` (scalar); zero for a body without material."""
+        del qd
+        return jnp.zeros((), q.dtype)
+
+
+def _inertia(m: MassMoments) -> Array:
+    # I_O = tr(P) 1 − P
+    return jnp.trace(m.second) * jnp.eye(3, dtype=m.second.dtype) - m.second
+
+
+def _vee2(u: Array) -> Array:
+    """`vee(U − Uᵀ)` over the last two axes: `Σ m p × u` for `U = Σ m u pᵀ`."""
+    return 2.0 * vee(u)
+
+
+def dalembert_wrench(
+    m: MassMoments,
+    h: VelocityMoments,
+    qd: Array,
+    qdd: Array,
+    w: Array,
+    a: Array,
+    dw: Array,
+) -> BodyWrench:
+    """`(F*, T*, π*)` of a body from its mass moments (module docstring), given the body's
+    coordinates' rates `q̇_B`, `q̈_B` and the motion `(ω, a, ω̇)` of `S_i`."""
+    s, inertia = m.first, _inertia(m)
+    vj = qd @ m.jac_first  # Σ m J q̇
+    aj = qdd @ m.jac_first  # Σ m J q̈
+    c_mom = jnp.tensordot(qd, m.jac_second, 1)  # C = Σ m (J q̇) pᵀ
+    d_mom = jnp.tensordot(qdd, m.jac_second, 1)  # D = Σ m (J q̈) pᵀ
+    # F* = −(m a + ω̇ × s + ω × (ω × s) + 2 ω × Σ m J q̇ + Σ m J q̈ + Σ m h)
+    force = -(
+        m.mass * a
+        + jnp.cross(dw, s)
+        + jnp.cross(w, jnp.cross(w, s))
+        + 2.0 * jnp.cross(w, vj)
+        + aj
+        + h.force
+    )
+    # T* = −(s × a + I_O ω̇ + ω × I_O ω + 2 (ω tr C − C ω) + vee(D − Dᵀ) + Σ m p × h)
+    moment = -(
+        jnp.cross(s, a)
+        + inertia @ dw
+        + jnp.cross(w, inertia @ w)
+        + 2.0 * (w * jnp.trace(c_mom) - c_mom @ w)
+        + _vee2(d_mom)
+        + h.moment
+    )
+    # π*_j = −(S_j · a + vee(Q_j − Q_jᵀ) · ω̇ + ωᵀ Q_j ω − |ω|² tr Q_j
+    #         + 2 Σ_l q̇_l ω · Σ m J_l × J_j + Σ_l tr(B_jl) q̈_l + Σ m J_jᵀ h)
+    b_skew = _vee2(m.jac_jac)  # Σ m J_l × J_j = vee(B_jl − B_jlᵀ), (n, n, 3)
+    gen = -(
+        m.jac_first @ a
+        + _vee2(m.jac_second) @ dw
+        + jnp.einsum("a,jab,b->j", w, m.jac_second, w)
+        - jnp.dot(w, w) * jnp.trace(m.jac_second, axis1=1, axis2=2)
+        + 2.0 * jnp.einsum("l,jla,a->j", qd, b_skew, w)
+        + jnp.trace(m.jac_jac, axis1=2, axis2=3) @ qdd
+        + h.generalized
+    )
+    return BodyWrench(force, moment, gen)
+
+
+def kinetic_energy(m: MassMoments, qd: Array, v: Array, w: Array) -> Array:
+    """`T = ½ Σ m_k |v + ω × p_k + J_k q̇|²` with `(v, ω)` the motion of `S_i`:
+
+    `½ (m|v|² + ωᵀ I_O ω + q̇ᵀ M_B q̇) + v·(ω × s) + v·Σ m J q̇ + ω·Σ m p × J q̇`,
+    `M_B = [tr B_jl]`."""
+    inertia = _inertia(m)
+    body_mass = jnp.trace(m.jac_jac, axis1=2, axis2=3)
+    return (
+        0.5 * (m.mass * jnp.dot(v, v) + jnp.dot(w, inertia @ w) + qd @ body_mass @ qd)
+        + jnp.dot(v, jnp.cross(w, m.first))
+        + jnp.dot(v, qd @ m.jac_first)
+        + jnp.dot(w, _vee2(jnp.tensordot(qd, m.jac_second, 1)))
+    )

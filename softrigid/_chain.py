@@ -1,0 +1,109 @@
+"""Chain kinematics: world poses of the link frames and world positions of material points.
+
+All in one `O(N)` pass over the links: the relative poses `T_i = T_J(q_Ji) T_B(q_Bi)` per group,
+then the prefix products `T_0i = T_0,i−1 T_i` in one `lax.scan`. The proximal frame of body `i`
+(after its joint) is `T_0,i−1 T_J(q_Ji)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from . import _recursion as rec
+from ._checks import check_index
+from ._entry import algorithm, check_robot
+from ._model import Link, Robot
+
+__all__ = [
+    "distal_poses",
+    "forward_kinematics",
+    "mass_points_world",
+    "material_points",
+    "proximal_poses",
+    "world_points",
+]
+
+
+def _poses(link: Link, q: Array) -> tuple[Array, Array, Array, Array]:
+    nj = link.joint.n_q
+    rj, tj = link.joint.transform(q[:nj])
+    rb, tb = link.body.distal_pose(q[nj:])
+    return rj, tj, rj @ rb, tj + rj @ tb
+
+
+def _scan_poses(robot: Robot, q: Array) -> tuple[Array, Array, Array, Array]:
+    parts = rec.map_groups(robot, _poses, rec.coords(q))
+    rj, tj, rot, trans = (jnp.concatenate(x) for x in zip(*parts))
+
+    def step(carry: tuple[Array, Array], x: tuple[Array, ...]) -> Any:
+        rw, tw = carry
+        r_joint, t_joint, r, t = x
+        # proximal frame of body i: T_0,i−1 T_J,  distal frame: T_0i = T_0,i−1 T_i
+        proximal = (rw @ r_joint, tw + rw @ t_joint)
+        distal = (rw @ r, tw + rw @ t)
+        return distal, (proximal, distal)
+
+    init = (jnp.eye(3, dtype=q.dtype), jnp.zeros(3, q.dtype))
+    (prox_r, prox_t), (dist_r, dist_t) = jax.lax.scan(step, init, (rj, tj, rot, trans))[1]
+    return prox_r, prox_t, dist_r, dist_t
+
+
+def distal_poses(robot: Robot, q: Array) -> tuple[Array, Array]:
+    """World poses `(R (N, 3, 3), t (N, 3))` of every distal frame `S_i`."""
+    return _scan_poses(robot, q)[2:]
+
+
+def proximal_poses(robot: Robot, q: Array) -> tuple[Array, Array]:
+    """World poses `(R (N, 3, 3), t (N, 3))` of every body's proximal frame."""
+    return _scan_poses(robot, q)[:2]
+
+
+def mass_points_world(robot: Robot, q: Array) -> list[tuple[Array, Array]]:
+    """Per link, the world positions `(K_i, 3)` of its mass points and their masses `(K_i,)`."""
+    rot, trans = proximal_poses(robot, q)
+    out = []
+    for i, (link, qi) in enumerate(zip(robot.links, robot.split(q))):
+        pts, masses = link.body.mass_points(qi[link.joint.n_q :])
+        out.append((pts @ rot[i].T + trans[i], masses))
+    return out
+
+
+@algorithm()
+def forward_kinematics(robot: Robot, q: Array) -> tuple[Array, Array]:
+    """World poses of every link's distal frame `S_i`, `T_0i = T_01 ⋯ T_{i−1,i}`.
+
+    Returns:
+        `(R (N, 3, 3), t (N, 3))`: rotation and origin of `S_i` in the base frame.
+    """
+    return distal_poses(robot, q)
+
+
+@algorithm(static_argnames=("i",))
+def _world_points(robot: Robot, q: Array, i: int, points: Array) -> Array:
+    rot, trans = proximal_poses(robot, q)
+    body_q = q[robot.body_slice(i)]
+    return robot.links[i].body.map_points(body_q, points) @ rot[i].T + trans[i]
+
+
+def world_points(robot: Robot, q: Array, i: int, points: Array) -> Array:
+    """World positions `(M, 3)` of material points `points` `(M, 3)` of the body of link `i`.
+
+    For a soft body the points go through its map `f(x, q_B)`; for a rigid body they are
+    coordinates in its proximal frame.
+    """
+    i = check_index("link index", i, check_robot(robot).n_links)
+    points = jnp.asarray(points)
+    if points.ndim != 2 or points.shape[1] != 3:
+        raise ValueError(f"points must have shape (M, 3), got {points.shape}")
+    return _world_points(robot, q, i, points.astype(float))
+
+
+@algorithm()
+def material_points(robot: Robot, q: Array) -> tuple[Array, ...]:
+    """World positions of every body's quadrature nodes (`(K_i, 3)` per link; the centre of
+    mass `(1, 3)` for a `RigidBody`)."""
+    return tuple(p for p, _ in mass_points_world(robot, q))

@@ -1,0 +1,135 @@
+"""Energies and the forces derived from them (`forces.md`).
+
+    U(q) = Σ_i U_Ji(q_Ji) + U_Bi(q_Bi)          (joint springs, body materials)
+    R(q, q̇) = Σ_i R_Ji(q̇_Ji) + R_Bi(q_Bi, q̇_Bi) (joint dampers, body damping)
+    V_g(q) = −Σ_k m_k gravity · p_k^world       (quadrature over all bodies)
+    s(q, q̇) = ∂U/∂q + ∂R/∂q̇,   K(q) = ∂²U/∂q²
+
+Internal stresses have zero resultant on a body, so `s` never enters the recursion.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from . import _recursion as rec
+from ._body import MassMoments
+from ._body import kinetic_energy as _body_kinetic_energy
+from ._chain import mass_points_world
+from ._entry import algorithm
+from ._model import Link, Robot
+
+__all__ = [
+    "damping_force",
+    "dissipation",
+    "elastic_energy",
+    "elastic_force",
+    "gravity_energy",
+    "internal_force",
+    "kinetic_energy",
+    "potential_energy",
+    "stiffness_matrix",
+    "total_dissipation",
+    "total_elastic_energy",
+]
+
+
+def _link_energy(link: Link, q: Array) -> Array:
+    nj = link.joint.n_q
+    return link.joint.energy(q[:nj]) + link.body.elastic_energy(q[nj:])
+
+
+def _link_dissipation(link: Link, q: Array, qd: Array) -> Array:
+    nj = link.joint.n_q
+    return link.joint.dissipation(qd[:nj]) + link.body.dissipation(q[nj:], qd[nj:])
+
+
+def _sum(parts: list[Array], dtype: jnp.dtype) -> Array:
+    return sum((jnp.sum(p) for p in parts), jnp.zeros((), dtype))
+
+
+def total_elastic_energy(robot: Robot, q: Array) -> Array:
+    """`U(q)` (unchecked core)."""
+    return _sum(rec.map_groups(robot, _link_energy, rec.coords(q)), q.dtype)
+
+
+def total_dissipation(robot: Robot, q: Array, qd: Array) -> Array:
+    """`R(q, q̇)` (unchecked core)."""
+    return _sum(rec.map_groups(robot, _link_dissipation, rec.coords(q), rec.coords(qd)), q.dtype)
+
+
+def gravity_energy(robot: Robot, q: Array) -> Array:
+    """`V_g = −Σ_k m_k gravity · p_k^world` (unchecked core)."""
+    g = robot.gravity.astype(q.dtype)
+    return -sum(jnp.sum(m * (p @ g)) for p, m in mass_points_world(robot, q))
+
+
+def internal_forces(robot: Robot, q: Array, qd: Array) -> Array:
+    """`s = ∂U/∂q + ∂R/∂q̇` (unchecked core)."""
+    elastic = jax.grad(total_elastic_energy, argnums=1)(robot, q)
+    return elastic + jax.grad(total_dissipation, argnums=2)(robot, q, qd)
+
+
+@algorithm()
+def elastic_energy(robot: Robot, q: Array) -> Array:
+    """`U(q)`: elastic energy of the bodies' materials and joint springs (scalar)."""
+    return total_elastic_energy(robot, q)
+
+
+@algorithm()
+def dissipation(robot: Robot, q: Array, qd: Array) -> Array:
+    """Rayleigh dissipation function `R(q, q̇) ≥ 0` of the whole robot (scalar); the damping
+    power is `−q̇ᵀ ∂R/∂q̇ = −2R`."""
+    return total_dissipation(robot, q, qd)
+
+
+@algorithm()
+def elastic_force(robot: Robot, q: Array) -> Array:
+    """`∂U/∂q` `(n_q,)`: body elasticity (materials) and joint springs."""
+    return jax.grad(total_elastic_energy, argnums=1)(robot, q)
+
+
+@algorithm()
+def damping_force(robot: Robot, q: Array, qd: Array) -> Array:
+    """`∂R/∂q̇` `(n_q,)`: body damping (materials) and joint dampers."""
+    return jax.grad(total_dissipation, argnums=2)(robot, q, qd)
+
+
+@algorithm()
+def internal_force(robot: Robot, q: Array, qd: Array) -> Array:
+    """`s(q, q̇) = ∂U/∂q + ∂R/∂q̇` `(n_q,)` (elastic plus damping forces)."""
+    return internal_forces(robot, q, qd)
+
+
+@algorithm()
+def stiffness_matrix(robot: Robot, q: Array) -> Array:
+    """Stiffness matrix `K(q) = ∂s_elastic/∂q = ∂²U/∂q²` `(n_q, n_q)`, symmetric.
+
+    `U` is the elastic energy of the bodies' materials and the joint springs; gravity is not
+    included (the Jacobian of the full static balance is in `softrigid.statics`).
+    """
+    return jax.hessian(total_elastic_energy, argnums=1)(robot, q)
+
+
+@algorithm()
+def potential_energy(robot: Robot, q: Array) -> Array:
+    """`V(q) = V_gravity + U_elastic` (scalar), gravity by quadrature over all bodies."""
+    return gravity_energy(robot, q) + total_elastic_energy(robot, q)
+
+
+def _link_kinetic(link: Link, m: MassMoments, qd: Array, v: Array, w: Array) -> Array:
+    return _body_kinetic_energy(m, qd[link.joint.n_q :], v, w)
+
+
+@algorithm()
+def kinetic_energy(robot: Robot, q: Array, qd: Array) -> Array:
+    """`T(q, q̇)` (scalar) from the link velocities of the forward pass and each body's mass
+    moments: `T = ½ Σ_k m_k |v_i + ω_i × p_k + J_k q̇_B|²`."""
+    pos = rec.position_level(robot, q)
+    v, w = rec.link_velocities(pos, *rec.relative_rates(robot, pos, qd))
+    energies = rec.map_groups(
+        robot, _link_kinetic, rec.grouped(pos.moments), rec.coords(qd), rec.rows(v), rec.rows(w)
+    )
+    return _sum(energies, q.dtype)

@@ -1,0 +1,271 @@
+"""The one argument-check preamble of the public algorithms, and their output checks.
+
+`algorithm(...)` turns a core `core(robot, q, …)` into its public function: the robot, the state
+vectors (`(n_q,)`, real, finite when concrete, promoted to one floating dtype), the inputs `u`
+(`(n_u,)`) and the external loads are checked once, at the entry, with messages that name the
+argument; then the core runs compiled (`jax.jit`, one compiled program per robot structure and
+option). Under an outer `jit`/`vmap` the checks run at trace time on shapes and dtypes.
+
+The outputs are checked at run time, inside the compiled program (so also under the user's
+`jit`/`vmap`): a non-finite value raises an error naming the algorithm and the first bad
+coordinate (its link, and whether it is a joint or body coordinate). The check is one fused
+reduction and a branch (`equinox.branched_error_if`). Eager calls raise it as a `ValueError`;
+inside the user's `jit` it surfaces as JAX's runtime error carrying the same message.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from . import _recursion as rec
+from ._checks import check_state
+from ._loads import check_loads
+from ._model import Robot
+from ._module import is_concrete
+
+__all__ = [
+    "PREFIX",
+    "algorithm",
+    "check_finite",
+    "check_inputs",
+    "check_positive_definite",
+    "check_robot",
+    "check_states",
+    "describe_coordinate",
+    "raise_runtime_errors",
+]
+
+# Every runtime message starts with this, so that eager calls can re-raise it cleanly.
+PREFIX = "softrigid: "
+_HINT = (
+    " The state, a body's map or its derivatives (e.g. sqrt or norm at 0, a stop_gradient, an "
+    "overflow) produced it."
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+STATE_NAMES = ("q", "qd", "qdd", "nu")
+
+
+def check_robot(robot: Any) -> Robot:
+    """`robot` if it is a `softrigid.Robot`, else a `TypeError`."""
+    if not isinstance(robot, Robot):
+        raise TypeError(f"expected a softrigid.Robot as first argument, got {type(robot).__name__}")
+    return robot
+
+
+def check_states(robot: Robot, **arrays: Any) -> list[Array]:
+    """The state vectors `(n_q,)`, checked and promoted to one floating dtype (mixed float32 and
+    float64 inputs are computed in float64)."""
+    out = []
+    for name, value in arrays.items():
+        arr = check_state(name, value, robot.n_q)
+        if arr.ndim != 1:
+            raise ValueError(
+                f"{name} must have shape ({robot.n_q},); for a batch of states use jax.vmap, "
+                f"got {arr.shape}"
+            )
+        out.append(arr)
+    dtype = jnp.result_type(*out) if out else None
+    return [x.astype(dtype) for x in out]
+
+
+def check_inputs(robot: Robot, u: Any, dtype: Any, name: str = "u") -> Array:
+    """The robot's inputs `u` `(n_u,)`: actuator inputs, or generalized forces without
+    actuators."""
+    what = (
+        "actuator inputs" if robot.actuators else "generalized forces (the robot has no actuators)"
+    )
+    if isinstance(u, str):
+        raise TypeError(f"{name} must be a real array of shape ({robot.n_u},) ({what}), got {u!r}")
+    arr = jnp.asarray(u)
+    if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
+        raise TypeError(f"{name} must be real ({what}), got dtype {arr.dtype}")
+    if arr.shape != (robot.n_u,):
+        hint = "; for a batch use jax.vmap" if arr.ndim > 1 else ""
+        raise ValueError(f"{name} must have shape ({robot.n_u},) ({what}), got {arr.shape}{hint}")
+    if is_concrete(arr) and not bool(np.all(np.isfinite(np.asarray(arr)))):
+        bad = np.flatnonzero(~np.isfinite(np.asarray(arr)))
+        raise ValueError(f"{name} contains non-finite values (NaN or inf) at index {bad.tolist()}")
+    return arr.astype(dtype)
+
+
+def _body_label(body: Any) -> str:
+    kin = getattr(body, "kinematics", None)
+    name = (getattr(kin, "name", "") or type(kin).__name__) if kin is not None else ""
+    return f"{type(body).__name__} {name!r}" if name else type(body).__name__
+
+
+def describe_coordinate(robot: Robot, j: int) -> str:
+    """`"link i, joint coordinate k (Revolute)"` or `"link i, body coordinate k (SoftBody …)"`."""
+    for i, (link, sl) in enumerate(zip(robot.links, robot.q_slices())):
+        if sl.start <= j < sl.stop:
+            k, nj = j - sl.start, link.joint.n_q
+            if k < nj:
+                return f"link {i}, joint coordinate {k} ({type(link.joint).__name__})"
+            return f"link {i}, body coordinate {k - nj} ({_body_label(link.body)})"
+    return f"coordinate {j}"
+
+
+def check_finite(where: str, robot: Robot, out: Any) -> Any:
+    """`out` (a pytree of outputs) unchanged, with one run-time check (also under `jit`/`vmap`)
+    that every floating leaf is finite; the error names `where` and, when a leaf over the
+    coordinates is bad, the first bad coordinate. One fused reduction and one branch for all
+    the outputs, and every output depends on it (none can be used unchecked)."""
+    leaves = [
+        x
+        for x in jax.tree_util.tree_leaves(out)
+        if jnp.issubdtype(x.dtype, jnp.inexact) and x.size > 0
+    ]
+    if not leaves:
+        return out
+    n = robot.n_q
+    per_coordinate = jnp.zeros(n, bool)
+    elsewhere = jnp.zeros((), bool)
+    for x in leaves:
+        if x.ndim >= 1 and x.shape[0] == n:
+            per_coordinate = per_coordinate | ~jnp.all(jnp.isfinite(x.reshape(n, -1)), axis=1)
+        else:
+            elsewhere = elsewhere | ~jnp.all(jnp.isfinite(x))
+    msgs = (
+        *(
+            f"{PREFIX}{where}: non-finite value (NaN or inf) at coordinate {j} "
+            f"({describe_coordinate(robot, j)}).{_HINT}"
+            for j in range(n)
+        ),
+        f"{PREFIX}{where}: non-finite value (NaN or inf).{_HINT}",
+    )
+    index = jnp.where(jnp.any(per_coordinate), jnp.argmax(per_coordinate), n)
+    return eqx.branched_error_if(out, jnp.any(per_coordinate) | elsewhere, index, msgs)
+
+
+def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array) -> Array:
+    """The Cholesky factor of `M` unchanged, with a run-time check that `M` was positive
+    definite. A failed factorization is NaN throughout, so the message names the first
+    coordinate whose own inertia `M_jj` vanishes, or else the first bad pivot."""
+    pivots = jnp.diagonal(factor)
+    failed = ~jnp.isfinite(pivots) | (pivots <= 0)
+    diag = jnp.diagonal(mass)
+    inertialess = ~(diag > 1e-13 * jnp.max(jnp.abs(diag)))
+    bad = jnp.where(jnp.any(inertialess), inertialess, failed)
+    msgs = tuple(
+        f"{PREFIX}{where}: the mass matrix is not positive definite at coordinate {j} "
+        f"({describe_coordinate(robot, j)}): nothing in the model moves with it (e.g. a map "
+        "through stop_gradient or that ignores q, a massless body) or the state is not finite."
+        for j in range(robot.n_q)
+    )
+    return eqx.branched_error_if(factor, jnp.any(failed), jnp.argmax(bad), msgs)
+
+
+def _finite_tree(x: Any) -> Array:
+    leaves = [jnp.all(jnp.isfinite(v)) for v in jax.tree_util.tree_leaves(x)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
+
+
+@jax.jit
+def _finite_terms(robot: Robot, q: Array, qd: Array) -> tuple[Array, Array]:
+    """Per link, whether its position-level and velocity-level terms are finite `(N,)` each."""
+    pos = rec.position_level(robot, q)
+    vel = rec.velocity_level(robot, pos, q, qd)
+    position, velocity = [], []
+    for k, g in enumerate(rec.groups(robot)):
+        per_link = (pos.jac_t[k], pos.jac_w[k], pos.moments[k])
+        position.append(
+            jax.vmap(_finite_tree)(per_link)
+            & jax.vmap(_finite_tree)((g.rows(pos.rot), g.rows(pos.trans)))
+        )
+        velocity.append(
+            jax.vmap(_finite_tree)((vel.body[k], g.rows(vel.a_bias), g.rows(vel.dw_bias)))
+        )
+    return jnp.concatenate(position), jnp.concatenate(velocity)
+
+
+def diagnose(robot: Robot, q: Array, qd: Array | None = None) -> str:
+    """Where a non-finite result comes from: the first link whose position-level terms (its
+    pose, their Jacobians, the body's mass moments) or velocity-level terms are not finite."""
+    if not jnp.all(jnp.isfinite(q)) or (qd is not None and not jnp.all(jnp.isfinite(qd))):
+        return ""
+    qd = jnp.zeros_like(q) if qd is None else qd
+    position, velocity = (np.asarray(x) for x in _finite_terms(robot, q, qd))
+    for i, link in enumerate(robot.links):
+        level = "position" if not position[i] else "velocity" if not velocity[i] else None
+        if level is not None:
+            terms = "second derivatives along q̇" if level == "velocity" else "pose, map, Jacobians"
+            return (
+                f" It starts in link {i} ({type(link.joint).__name__} + {_body_label(link.body)}):"
+                f" its {level}-level terms ({terms}) are not finite there."
+            )
+    return ""
+
+
+def raise_runtime_errors(
+    fn: Callable[[], Any], robot: Robot | None = None, states: dict | None = None
+) -> Any:
+    """Run `fn()` to completion; a softrigid run-time check that fired becomes a `ValueError`
+    with its message (instead of JAX's runtime error around it), completed by `diagnose` when
+    the robot and states are given."""
+    try:
+        return jax.block_until_ready(fn())
+    except jax.errors.JaxRuntimeError as err:
+        text = str(err)
+        start = text.find(PREFIX)
+        if start < 0:
+            raise
+        message = text[start + len(PREFIX) :].split("\n", 1)[0].strip()
+        if robot is not None and states and "q" in states and "non-finite" in message:
+            message += diagnose(robot, states["q"], states.get("qd"))
+        raise ValueError(message) from None
+
+
+def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Decorator: the public function of a core `core(robot, <states>, [u], [loads], …)`.
+
+    Arguments named `q`, `qd`, `qdd`, `nu` are checked as states, `u` as the robot's inputs,
+    `loads` as external loads (normalized to a tuple); `static_argnames` are compile-time
+    options. The core is compiled once per robot structure and option. Every floating output
+    is checked finite at run time (`check_finite`).
+    """
+
+    def decorate(core: F) -> F:
+        signature = inspect.signature(core)
+        name = core.__name__.lstrip("_")
+
+        @functools.wraps(core)
+        def checked(robot: Robot, *args: Any, **kwargs: Any) -> Any:
+            return check_finite(name, robot, core(robot, *args, **kwargs))
+
+        jitted = jax.jit(checked, static_argnames=static_argnames)
+
+        @functools.wraps(core)
+        def public(*args: Any, **kwargs: Any) -> Any:
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError as err:
+                raise TypeError(f"{core.__name__}: {err}") from None
+            bound.apply_defaults()
+            values = bound.arguments
+            robot = check_robot(values["robot"])
+            states = {k: values[k] for k in STATE_NAMES if k in values}
+            checked = dict(zip(states, check_states(robot, **states)))
+            values.update(checked)
+            dtype = next(iter(checked.values())).dtype if checked else float
+            if "u" in values:
+                values["u"] = check_inputs(robot, values["u"], dtype)
+            if "loads" in values:
+                values["loads"] = check_loads(robot, values["loads"])
+            if not is_concrete(bound.args, bound.kwargs):
+                return jitted(*bound.args, **bound.kwargs)
+            return raise_runtime_errors(lambda: jitted(*bound.args, **bound.kwargs), robot, checked)
+
+        return public  # type: ignore[return-value]
+
+    return decorate

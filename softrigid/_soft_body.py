@@ -1,0 +1,327 @@
+"""Soft bodies: a map `f(x, q_B)` over a reference volume with a density (and a material).
+
+The position-level terms are the body's mass moments (`softrigid._body`), computed from the
+quadrature nodes `p_k = R_Bᵀ (f(x_k, q_B) − t_B)` in the distal frame `S_i` and their Jacobians
+`J_k`, node by node or, for a rod on a tensor-product volume, row by row with the section's
+moments (exactly: a rod's nodes are affine in the section coordinates).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ._ad import second_directional, value_and_jacfwd
+from ._body import Body, MassMoments, VelocityMoments
+from ._checks import check_density, check_material_point
+from ._math import normalize, rmatvec, vee
+from ._module import is_concrete, module, static
+from .kinematics._base import Kinematics, as_kinematics, check_map
+from .materials._base import Material
+from .quadrature._geometry import has_geometry, within_envelope
+from .quadrature._rule import QuadratureRule
+
+__all__ = ["SoftBody"]
+
+
+class Rows(NamedTuple):
+    """The body's integration rows: `u = z_r (1, x1, x2)` is affine in the section coordinates.
+
+    Node by node `z_r = u_k` (k = 1 column, `M3 = [[1]]`); rod by rows `z_r = [a_r | A_r]`
+    (3 columns) with the section's normalized moment matrix `M3 = [[1, s1ᵀ], [s1, S2]]`, so
+    that `Σ m u = Σ_r w_r z_r M3 e_1` and `Σ m u uᵀ = Σ_r w_r z_r M3 z_rᵀ`, exactly; here
+    `u_k = (p_k, J_k e_1, …, J_k e_n)`.
+    """
+
+    z: Array  # (R, 3 + 3n, k)
+    weights: Array  # (R,) masses of the rows / nodes
+    m3: Array  # (k, k)
+
+
+def _frame_axes(points: Array) -> Array:
+    # n1 = (f_a − f_J)/|·|, n2 = Gram–Schmidt of (f_b − f_J), n3 = n1 × n2 (eqs. 5–7)
+    n1 = normalize(points[1] - points[0])
+    u2 = points[2] - points[0]
+    n2 = normalize(u2 - jnp.dot(u2, n1) * n1)
+    return jnp.stack([n1, n2, jnp.cross(n1, n2)], axis=1)
+
+
+@module
+class SoftBody(Body):
+    """A deformable body: a map `f(x, q_B)` over a reference volume with a density.
+
+    Args:
+        kinematics: a `softrigid.kinematics` family, or any callable `f(x (3,), q (n_q,)) -> (3,)`
+            (then give `n_q`, and `params` if it takes `f(x, q, params)`).
+        volume: a `softrigid.quadrature.QuadratureRule` over the reference volume.
+        density: scalar or `(K,)` per node [kg/m³]; `None` takes the volume's own.
+        material: a `softrigid.materials.Material` (elastic energy and damping), or `None`.
+        n_q, params: for plain-function kinematics.
+        pivot: material point `x_J` of the distal pivot (default: the volume's pivot).
+        contact_points: `(x_a, x_b)` two points of the distal contact area with
+            `(x_a − x_J) ⟂ (x_b − x_J)` (default: the volume's).
+
+    The distal frame `S_i`: when the family gives its distal pose exactly
+    (`Kinematics.exact_distal`), that pose; otherwise origin `f(x_J)` and axes from
+    `n1 ∝ f(x_a) − f(x_J)`, `n2 ∝ f(x_b) − f(x_J)` (made orthogonal to `n1` by Gram–Schmidt,
+    which changes nothing when the contact area does not deform), `n3 = n1 × n2`, rotated by the
+    constant reference axes so that at the reference configuration `S_i` is the proximal frame
+    translated to the pivot.
+    """
+
+    kinematics: Kinematics
+    volume: QuadratureRule
+    density: Array
+    material: Material | None
+    frame_points: Array | None
+    frame_axes: Array | None
+    n_q: int = static(default=0, init=False)
+    sectioned: bool = static(default=False, init=False)
+
+    def __init__(
+        self,
+        kinematics: Any,
+        volume: QuadratureRule,
+        density: Any = None,
+        material: Any = None,
+        *,
+        n_q: int | None = None,
+        params: Any = None,
+        pivot: Any = None,
+        contact_points: Any = None,
+    ) -> None:
+        kin = as_kinematics(kinematics, n_q, params)
+        check_map(kin)
+        if not isinstance(volume, QuadratureRule):
+            raise TypeError(
+                f"SoftBody: volume must be a QuadratureRule, got {type(volume).__name__}"
+            )
+        object.__setattr__(self, "kinematics", kin)
+        object.__setattr__(self, "volume", volume)
+        object.__setattr__(self, "n_q", kin.n_q)
+        object.__setattr__(self, "density", check_density("SoftBody", density, volume))
+        if material is not None and not isinstance(material, Material):
+            raise TypeError(
+                "SoftBody: material must be a softrigid.materials.Material, "
+                f"got {type(material).__name__}"
+            )
+        object.__setattr__(self, "material", material)
+        if kin.exact_distal and (pivot is not None or contact_points is not None):
+            raise ValueError(
+                f"SoftBody: {type(kin).__name__} gives its distal pose exactly; "
+                "pivot and contact_points do not apply"
+            )
+        if kin.exact_distal:
+            object.__setattr__(self, "frame_points", None)
+            object.__setattr__(self, "frame_axes", None)
+        else:
+            points = self._frame_points(volume, pivot, contact_points)
+            object.__setattr__(self, "frame_points", points)
+            object.__setattr__(self, "frame_axes", _frame_axes(points))
+        _check_length(kin, volume)
+        object.__setattr__(self, "sectioned", _is_rod_on_product_rule(kin, volume, self.density))
+        if material is not None:
+            material.validate(self)
+
+    @staticmethod
+    def _frame_points(volume: QuadratureRule, pivot: Any, contact_points: Any) -> Array:
+        pivot = volume.pivot if pivot is None else pivot
+        if contact_points is None:
+            contact_points = (volume.contact_a, volume.contact_b)
+        if not isinstance(contact_points, (tuple, list)) or len(contact_points) != 2:
+            raise ValueError("SoftBody: contact_points must be a pair (x_a, x_b) of (3,) points")
+        if pivot is None or contact_points[0] is None or contact_points[1] is None:
+            raise ValueError(
+                "SoftBody: this volume defines no distal pivot/contact points; "
+                "give pivot= and contact_points=(x_a, x_b)"
+            )
+        pts = jnp.stack(
+            [
+                check_material_point("SoftBody: pivot", pivot),
+                check_material_point("SoftBody: contact_points[0]", contact_points[0]),
+                check_material_point("SoftBody: contact_points[1]", contact_points[1]),
+            ]
+        )
+        if is_concrete(pts) and has_geometry(volume):
+            outside = ~within_envelope(volume, np.asarray(pts), tol=1e-9)
+            if outside.any():
+                which = ("pivot", "contact_points[0]", "contact_points[1]")[int(np.argmax(outside))]
+                raise ValueError(
+                    f"SoftBody: {which} {np.asarray(pts)[np.argmax(outside)].tolist()} lies outside "
+                    f"the body's {volume.geometry} volume"
+                )
+        if is_concrete(pts):
+            p = np.asarray(pts)
+            da, db = p[1] - p[0], p[2] - p[0]
+            na, nb = np.linalg.norm(da), np.linalg.norm(db)
+            if na < 1e-12 or nb < 1e-12:
+                raise ValueError("SoftBody: contact points must differ from the pivot")
+            if abs(da @ db) > 1e-9 * na * nb:
+                raise ValueError(
+                    "SoftBody: contact points must be orthogonal about the pivot, "
+                    f"(x_a − x_J)·(x_b − x_J) = {da @ db:.3g} (eq. 4)"
+                )
+        return pts
+
+    @property
+    def mass_weights(self) -> Array:
+        """`m_k = ρ_k w_k` (K,), summing to the body mass."""
+        return self.density * self.volume.weights
+
+    def distal_pose(self, q: Array) -> tuple[Array, Array]:
+        """Pose `(R_B, t_B)` of the distal frame in the proximal frame (eqs. 5–7)."""
+        if self.kinematics.exact_distal:
+            return self.kinematics.distal_pose(q)
+        images = self.kinematics.map_points(self.frame_points, q)
+        # R_B = N(q) N(0)ᵀ, t_B = f(x_J, q)
+        return _frame_axes(images) @ self.frame_axes.T, images[0]
+
+    def map_points(self, q: Array, points: Array) -> Array:
+        """`f(x, q_B)` for material points `(M, 3)`, in the proximal frame."""
+        return self.kinematics.map_points(points, q)
+
+    def _nodes(self, q: Array) -> Array:
+        """The quadrature nodes in `S_i` (one backbone evaluation per axial row)."""
+        rot, trans = self.distal_pose(q)
+        pts = self.kinematics.map_points(self.volume.points, q, self.volume.n_axial)
+        return rmatvec(rot, pts - trans)
+
+    def _section(self) -> tuple[Array, Array, Array, Array]:
+        """Rows of a tensor-product volume: axial nodes `x3` (R,), row masses (R,), and the
+        section's normalized first and second moments `s1 = Σ w_s (x1, x2)`,
+        `S2 = Σ w_s (x1, x2)(x1, x2)ᵀ` (`Σ w_s = 1`)."""
+        na = self.volume.n_axial
+        rows = self.volume.points.reshape(na, -1, 3)
+        w = self.volume.weights.reshape(na, -1)
+        section = rows[0, :, :2]
+        ws = w[0] / jnp.sum(w[0])
+        s1 = ws @ section
+        s2 = (section * ws[:, None]).T @ section
+        return rows[:, 0, 2], self.density * jnp.sum(w, 1), s1, s2
+
+    def _row_frames(self, x3: Array, q: Array) -> tuple[Array, Array]:
+        # p = R_Bᵀ (r(x3) − t_B) + R_Bᵀ rot(x3) (x1, x2, 0) = a + A (x1, x2)
+        rot_b, t_b = self.distal_pose(q)
+        r, rot = self.kinematics.backbone(x3, q)
+        return rmatvec(rot_b, r - t_b), jnp.einsum("ia,rib->rab", rot_b, rot[:, :, :2])
+
+    def _rows(self, q: Array) -> Rows:
+        """`z_r` (position level) with the row weights and `M3`."""
+        if not self.sectioned:
+            points, jac = value_and_jacfwd(self._nodes, q)
+            return Rows(
+                _stack_u(points, jac)[:, :, None], self.mass_weights, jnp.ones((1, 1), q.dtype)
+            )
+        x3, wr, s1, s2 = self._section()
+        (a, big_a), (da, dbig_a) = value_and_jacfwd(lambda x: self._row_frames(x3, x), q)
+        offset = _stack_u(a, da)
+        slope = jnp.concatenate([big_a, jnp.moveaxis(dbig_a, 3, 1).reshape(a.shape[0], -1, 2)], 1)
+        m3 = jnp.block([[jnp.ones((1, 1), q.dtype), s1[None]], [s1[:, None], s2]])
+        return Rows(jnp.concatenate([offset[..., None], slope], -1), wr, m3)
+
+    def position_terms(self, q: Array) -> tuple[MassMoments, Rows]:
+        """Mass moments of `u = (p, J e_1, …, J e_n)` (computed once per `q`)."""
+        rows = self._rows(q)
+        zm = _times_m3(rows.z, rows.m3)
+        w, n = rows.weights, self.n_q
+        # Σ m u = Σ_r w_r z_r M3 e_1,  Σ m u uᵀ = Σ_r w_r (z_r M3) z_rᵀ
+        first = w @ zm[..., 0]
+        second = jnp.einsum("rai,rbi->ab", zm * w[:, None, None], rows.z)
+        moments = MassMoments(
+            mass=jnp.sum(w),
+            first=first[:3],
+            second=second[:3, :3],
+            jac_first=first[3:].reshape(n, 3),
+            jac_second=second[3:, :3].reshape(n, 3, 3),
+            jac_jac=second[3:, 3:].reshape(n, 3, n, 3).transpose(0, 2, 1, 3),
+        )
+        return moments, rows
+
+    def velocity_terms(self, data: Rows, q: Array, qd: Array) -> VelocityMoments:
+        """Moments of `h_k = ∂²p_k/∂q²[q̇, q̇]`, the velocity part of the nodes' relative
+        acceleration (computed once per `(q, q̇)`): `Σ m h`, `Σ m p × h`, `Σ m J_jᵀ h`."""
+        z, w, m3 = data
+        if self.sectioned:
+            x3 = self._section()[0]
+            c, big_c = second_directional(lambda x: self._row_frames(x3, x), q, qd)
+            hz = jnp.concatenate([c[..., None], big_c], -1)  # h = [c | C] (1, x1, x2)
+        else:
+            hz = second_directional(self._nodes, q, qd)[..., None]
+        hm = _times_m3(hz, m3) * w[:, None, None]
+        # U = Σ m h uᵀ (3, 3 + 3n): Σ m p × h = vee(U_p − U_pᵀ), Σ m J_jᵀ h = tr U_j
+        u = jnp.einsum("rai,rbi->ab", hm, z)
+        n = self.n_q
+        return VelocityMoments(
+            jnp.sum(hm[..., 0], 0),
+            2.0 * vee(u[:, :3]),
+            jnp.trace(u[:, 3:].reshape(3, n, 3), axis1=0, axis2=2),
+        )
+
+    def mass_points(self, q: Array) -> tuple[Array, Array]:
+        """The quadrature nodes mapped to the proximal frame, `f(x_k, q)` (K, 3), and their
+        masses `m_k` (K,)."""
+        return self.kinematics.map_points(
+            self.volume.points, q, self.volume.n_axial
+        ), self.mass_weights
+
+    def elastic_energy(self, q: Array) -> Array:
+        """`U(q_B)` of the body's material (zero without one)."""
+        if self.material is None:
+            return super().elastic_energy(q)
+        return self.material.energy(self, q)
+
+    def dissipation(self, q: Array, qd: Array) -> Array:
+        """`R(q_B, q̇_B)` of the body's material (zero without one)."""
+        if self.material is None:
+            return super().dissipation(q, qd)
+        return self.material.dissipation(self, q, qd)
+
+
+def _check_length(kin: Kinematics, volume: QuadratureRule) -> None:
+    """A family's length `L` must be the volume's (the `x3` of its distal pivot)."""
+    length = getattr(kin, "length", None)
+    if length is None or volume.pivot is None or not is_concrete(length, volume.pivot):
+        return
+    ell, span = float(np.asarray(length)), float(np.asarray(volume.pivot)[2])
+    if abs(ell - span) > 1e-9 * max(abs(ell), abs(span), 1e-12):
+        raise ValueError(
+            f"SoftBody: the kinematics {type(kin).__name__} has length {ell:.6g} but the volume "
+            f"spans x3 ∈ [0, {span:.6g}] (its distal pivot); build both with the same length"
+        )
+
+
+def _is_rod_on_product_rule(kin: Kinematics, volume: QuadratureRule, density: Array) -> bool:
+    """True when `kin` declares a backbone and `volume` is, concretely, a product of an axial
+    rule and one section rule (rows share `x3`, identical sections, weights `w_r w_s`), with a
+    uniform density: then a body is integrated row by row, exactly."""
+    if (
+        not kin.has_backbone
+        or volume.n_axial is None
+        or density.shape != ()
+        or not is_concrete(volume.points, volume.weights)
+    ):
+        return False
+    rows = np.asarray(volume.points).reshape(volume.n_axial, -1, 3)
+    w = np.asarray(volume.weights).reshape(volume.n_axial, -1)
+    wr, ws = w.sum(1), w[0] / w[0].sum()
+    scale = max(1.0, float(np.abs(rows).max()))
+    return bool(
+        np.allclose(rows[:, :, 2], rows[:, :1, 2], rtol=0, atol=1e-14 * scale)
+        and np.allclose(rows[:, :, :2], rows[:1, :, :2], rtol=0, atol=1e-14 * scale)
+        and np.allclose(w, wr[:, None] * ws[None, :], rtol=1e-12, atol=0)
+    )
+
+
+def _times_m3(z: Array, m3: Array) -> Array:
+    """`z M3` over the last axis (k ≤ 3 columns), as column products (fusible)."""
+    k = m3.shape[0]
+    return sum(z[..., i, None] * m3[i] for i in range(k))
+
+
+def _stack_u(points: Array, jac: Array) -> Array:
+    """`u_k = (p_k, J_k e_1, …, J_k e_n)` as rows `(K, 3 + 3n)`."""
+    k = points.shape[0]
+    return jnp.concatenate([points, jnp.swapaxes(jac, 1, 2).reshape(k, -1)], axis=1)

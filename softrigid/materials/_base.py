@@ -1,0 +1,41 @@
+"""The material interface: an elastic energy and a Rayleigh dissipation function per body."""
+
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING
+
+import jax.numpy as jnp
+from jax import Array
+
+from .._checks import as_scalar
+
+if TYPE_CHECKING:
+    from .._soft_body import SoftBody
+
+__all__ = ["Material", "check_eta"]
+
+
+class Material(abc.ABC):
+    """A material law of a soft body: an elastic energy and a Rayleigh dissipation function.
+
+    Internal stresses have zero resultant on the body, so they enter the dynamics only through
+    `s = ∂U/∂q_B + ∂R/∂q̇_B` in the rows of the body coordinates (`algorithm.md`).
+    """
+
+    @abc.abstractmethod
+    def energy(self, body: SoftBody, q: Array) -> Array:
+        """Elastic energy `U(q_B)` of `body` (scalar)."""
+
+    def dissipation(self, body: SoftBody, q: Array, qd: Array) -> Array:
+        """Rayleigh function `R(q_B, q̇_B) ≥ 0`, quadratic in `q̇_B` (default: no damping)."""
+        del body, q, qd
+        return jnp.zeros(())
+
+    def validate(self, body: SoftBody) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Called when a `SoftBody` is built with this material; raise on an invalid pairing."""
+
+
+def check_eta(cls: str, eta: object) -> Array:
+    """A damping time `η ≥ 0` [s]."""
+    return as_scalar(f"{cls}: eta (damping time)", eta, nonnegative=True)

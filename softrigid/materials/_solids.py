@@ -1,0 +1,363 @@
+"""Hyperelastic solids: `U = ∫ W(F) dV` with objective Kelvin–Voigt damping (`forces.md`).
+
+Laws: `IncompressibleNeoHookean` (volume-preserving maps only), `CompressibleNeoHookean`,
+`SaintVenantKirchhoff`, and `StrainEnergy` (any `W(F)`); `Energy` plugs in any `U(q)`, `R(q, q̇)`.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from .._checks import as_scalar, copy_params
+from .._module import is_concrete, module, static
+from ._base import Material, check_eta
+
+if TYPE_CHECKING:
+    from .._soft_body import SoftBody
+
+__all__ = [
+    "CompressibleNeoHookean",
+    "Energy",
+    "IncompressibleNeoHookean",
+    "SaintVenantKirchhoff",
+    "StrainEnergy",
+    "check_volume_preserving",
+    "deformation_gradient",
+    "lame_parameters",
+]
+
+# Volume preservation is checked at q = 0 and at these many seeded random configurations.
+_VP_SAMPLES = 3
+_VP_SCALE = 0.05
+_VP_TOL = 1e-8
+
+
+def deformation_gradient(body: SoftBody, q: Array, points: Array | None = None) -> Array:
+    """Deformation gradients `F_k = ∂f/∂x (x_k, q)` `(K, 3, 3)` of a soft body's map.
+
+    Args:
+        body: a `SoftBody` (anything with `.kinematics` and `.volume`).
+        q: `(n_q,)` body coordinates.
+        points: `(K, 3)` material points (default: the body's quadrature nodes, evaluated with
+            the rule's axial-row structure).
+
+    Returns:
+        `(K, 3, 3)` with `F[k, i, j] = ∂f_i/∂x_j`: three forward-mode passes of the whole
+        `map_points` along the unit material directions.
+    """
+    n_axial = None
+    if points is None:
+        points, n_axial = body.volume.points, body.volume.n_axial
+
+    def mapped(p: Array) -> Array:
+        return body.kinematics.map_points(p, q, n_axial)
+
+    def column(e: Array) -> Array:
+        return jax.jvp(mapped, (points,), (jnp.broadcast_to(e, points.shape),))[1]
+
+    cols = jax.vmap(column)(jnp.eye(3, dtype=points.dtype))  # (3, K, 3): [j, k, i]
+    return jnp.transpose(cols, (1, 2, 0))
+
+
+def _green_rate(f: Array, fd: Array) -> Array:
+    # Ė = ½ (Ḟᵀ F + Fᵀ Ḟ)
+    a = jnp.swapaxes(fd, -1, -2) @ f
+    return 0.5 * (a + jnp.swapaxes(a, -1, -2))
+
+
+def lame_parameters(E: Any, nu: Any) -> tuple[Array, Array]:
+    """Lamé constants from Young's modulus and Poisson's ratio:
+    `μ = E / (2 (1 + ν))`, `λ = E ν / ((1 + ν)(1 − 2ν))` (requires `E > 0`, `−1 < ν < ½`)."""
+    E = as_scalar("Young's modulus E", E, positive=True)
+    nu = as_scalar("Poisson's ratio nu", nu)
+    if is_concrete(nu) and not -1.0 < float(nu) < 0.5:
+        raise ValueError(f"Poisson's ratio nu must lie in (-1, 0.5), got {float(nu)}")
+    return E / (2.0 * (1.0 + nu)), E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
+
+
+def _check_lame(cls: str, mu: Any, lam: Any) -> tuple[Array, Array]:
+    mu = as_scalar(f"{cls}: mu", mu, positive=True)
+    lam = as_scalar(f"{cls}: lam", lam)
+    if is_concrete(mu, lam) and not float(lam) + 2.0 * float(mu) / 3.0 > 0:
+        raise ValueError(
+            f"{cls}: the bulk modulus lam + 2 mu / 3 must be positive, got "
+            f"{float(lam) + 2.0 * float(mu) / 3.0} (mu = {float(mu)}, lam = {float(lam)})"
+        )
+    return mu, lam
+
+
+class _Solid(Material):
+    """A hyperelastic solid: `U = ∫ W(F) dV`, Kelvin–Voigt damping with `ℂ₀` of the law."""
+
+    eta: Array
+
+    @abc.abstractmethod
+    def density(self, F: Array) -> Array:
+        """Strain-energy density `W(F)` for one `(3, 3)` deformation gradient."""
+
+    @abc.abstractmethod
+    def small_strain(self, E: Array) -> Array:
+        """`E : ℂ₀ : E` for one symmetric `(3, 3)` strain (the small-strain quadratic form)."""
+
+    def energy(self, body: SoftBody, q: Array) -> Array:
+        # U = Σ_k w_k W(F_k)
+        f = deformation_gradient(body, q)
+        return jnp.sum(body.volume.weights * jax.vmap(self.density)(f))
+
+    def dissipation(self, body: SoftBody, q: Array, qd: Array) -> Array:
+        # R = (η/2) Σ_k w_k Ė_k : ℂ₀ : Ė_k
+        f, fd = jax.jvp(lambda x: deformation_gradient(body, x), (q,), (qd,))
+        quad = jax.vmap(self.small_strain)(_green_rate(f, fd))
+        return 0.5 * self.eta * jnp.sum(body.volume.weights * quad)
+
+
+def _sample_configurations(n_q: int) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    return np.concatenate([np.zeros((1, n_q)), _VP_SCALE * rng.standard_normal((_VP_SAMPLES, n_q))])
+
+
+@jax.jit
+def _jacobian_determinants(body: SoftBody, qs: Array) -> Array:
+    """`det F` at the quadrature nodes `(S, K)` for the configurations `qs` `(S, n_q)`."""
+    return jax.vmap(lambda q: jnp.linalg.det(deformation_gradient(body, q)))(qs)
+
+
+def check_volume_preserving(body: SoftBody, where: str) -> None:
+    """Raise `ValueError` unless `det F = 1` (to 1e-8) at every quadrature node of `body` at
+    `q = 0` and at three seeded random configurations `q ~ 0.05 N(0, I)`.
+
+    A necessary test (a map could preserve volume only at the sampled states), cheap enough to
+    run whenever a body is built. Skipped when the body's parameters are traced.
+    """
+    if not is_concrete(body):
+        return
+    name = getattr(body.kinematics, "name", "") or type(body.kinematics).__name__
+    qs = _sample_configurations(body.n_q)
+    dets = np.asarray(_jacobian_determinants(body, jnp.asarray(qs)))
+    for q, det in zip(qs, dets):
+        if not np.all(np.isfinite(det)):
+            raise ValueError(
+                f"{where}: the deformation gradient of {name!r} is not finite at q = {q.tolist()}"
+            )
+        err = float(np.max(np.abs(det - 1.0)))
+        if err > _VP_TOL:
+            raise ValueError(
+                f"{where} needs a volume-preserving body map, but {name!r} has "
+                f"max |det F − 1| = {err:.3g} at q = {np.round(q, 4).tolist()}. An incompressible "
+                "law on such a map gives a force at rest and a wrong stiffness. Use a "
+                "volume-preserving (LVP) map, or CompressibleNeoHookean / SaintVenantKirchhoff."
+            )
+
+
+@module
+class IncompressibleNeoHookean(_Solid):
+    """Incompressible neo-Hookean solid, `W = C (tr FᵀF − 3)` (shear modulus `μ = 2C`).
+
+    Only valid on volume-preserving body maps (`det F = 1`, the LVP primitives): the pressure
+    that enforces incompressibility does no work on such maps and is left out. Building a
+    `SoftBody` with this law checks `det F = 1` at every quadrature node at `q = 0` and at three
+    seeded random configurations `q ~ 0.05 N(0, I)` (tolerance 1e-8) and raises `ValueError`
+    otherwise.
+
+    Kelvin–Voigt damping uses `ℂ₀ = 2μ 𝕀 = 4C 𝕀`: `R = 2 η C ∫ Ė : Ė dV`, which is `η` times
+    the stiffness at rest on a volume-preserving map.
+
+    Args:
+        C: material constant [Pa], `C > 0`.
+        eta: damping time `η ≥ 0` [s].
+    """
+
+    C: Array
+    eta: Array
+
+    def __init__(self, C: Any, eta: Any = 0.0) -> None:
+        object.__setattr__(self, "C", as_scalar("IncompressibleNeoHookean: C", C, positive=True))
+        object.__setattr__(self, "eta", check_eta("IncompressibleNeoHookean", eta))
+
+    def density(self, F: Array) -> Array:
+        # W = C (tr FᵀF − 3)
+        return self.C * (jnp.sum(F * F) - 3.0)
+
+    def small_strain(self, E: Array) -> Array:
+        # E : ℂ₀ : E = 4C E : E
+        return 4.0 * self.C * jnp.sum(E * E)
+
+    def validate(self, body: SoftBody) -> None:
+        check_volume_preserving(body, "IncompressibleNeoHookean")
+
+
+@module
+class _LameSolid(_Solid):
+    """An isotropic solid of Lamé constants `μ, λ` with Kelvin–Voigt damping of modulus
+    `ℂ₀`: `E : ℂ₀ : E = λ (tr E)² + 2μ E : E`."""
+
+    mu: Array
+    lam: Array
+    eta: Array
+
+    def __init__(self, mu: Any, lam: Any, eta: Any = 0.0) -> None:
+        name = type(self).__name__
+        mu, lam = _check_lame(name, mu, lam)
+        object.__setattr__(self, "mu", mu)
+        object.__setattr__(self, "lam", lam)
+        object.__setattr__(self, "eta", check_eta(name, eta))
+
+    @classmethod
+    def from_young(cls, E: Any, nu: Any, eta: Any = 0.0) -> _LameSolid:
+        """From Young's modulus `E` [Pa] and Poisson's ratio `ν` (see `lame_parameters`)."""
+        return cls(*lame_parameters(E, nu), eta=eta)
+
+    def small_strain(self, E: Array) -> Array:
+        # E : ℂ₀ : E = λ (tr E)² + 2μ E : E
+        return self.lam * jnp.trace(E) ** 2 + 2.0 * self.mu * jnp.sum(E * E)
+
+
+@module
+class CompressibleNeoHookean(_LameSolid):
+    """Compressible neo-Hookean solid,
+
+        W = μ/2 (I₁ − 3 − 2 ln J) + λ/2 (ln J)²,    I₁ = tr FᵀF,  J = det F.
+
+    Defined for `J > 0`; an inverted configuration (`J ≤ 0`) has no energy and gives NaN.
+    Kelvin–Voigt damping with `E : ℂ₀ : E = λ (tr E)² + 2μ E : E`.
+
+    Args:
+        mu, lam: Lamé constants [Pa] (`μ > 0`, bulk modulus `λ + 2μ/3 > 0`); or build with
+            `CompressibleNeoHookean.from_young(E, nu)`.
+        eta: damping time `η ≥ 0` [s].
+    """
+
+    def density(self, F: Array) -> Array:
+        # W = μ/2 (I₁ − 3 − 2 ln J) + λ/2 (ln J)²
+        log_j = jnp.log(jnp.linalg.det(F))
+        return 0.5 * self.mu * (jnp.sum(F * F) - 3.0 - 2.0 * log_j) + 0.5 * self.lam * log_j**2
+
+
+@module
+class SaintVenantKirchhoff(_LameSolid):
+    """Saint-Venant–Kirchhoff solid, `W = μ E : E + λ/2 (tr E)²`, `E = ½ (FᵀF − I)`.
+
+    Accurate for large rotations with small strains only (it softens in compression).
+    Kelvin–Voigt damping with the same `ℂ₀`: `E : ℂ₀ : E = λ (tr E)² + 2μ E : E`.
+
+    Args:
+        mu, lam: Lamé constants [Pa] (`μ > 0`, `λ + 2μ/3 > 0`); or `from_young(E, nu)`.
+        eta: damping time `η ≥ 0` [s].
+    """
+
+    def density(self, F: Array) -> Array:
+        # W = μ E : E + λ/2 (tr E)²
+        e = 0.5 * (F.T @ F - jnp.eye(3, dtype=F.dtype))
+        return self.mu * jnp.sum(e * e) + 0.5 * self.lam * jnp.trace(e) ** 2
+
+
+@module
+class StrainEnergy(_Solid):
+    """A user strain-energy density `W(F)`: `U = ∫ W(F) dV`.
+
+    Kelvin–Voigt damping uses the second derivative of `W` at the reference,
+    `Ė : ℂ₀ : Ė = d²/dt² W(I + t Ė)|₀` (the small-strain elasticity when the reference state is
+    stress free).
+
+    Example (the seed's toy body, which is not volume preserving, with `W = C (tr FᵀF − 3)`
+    taken literally; it gives `s = (π/2) C q`):
+    `StrainEnergy(lambda F: jnp.sum(F * F) - 3.0)`.
+
+    Args:
+        W: `W(F (3, 3)) -> scalar`, or `W(F, params)` when `params` is given.
+        eta: damping time `η ≥ 0` [s].
+        params: optional pytree of arrays passed to `W` (traced, differentiable).
+    """
+
+    W: Callable[..., Array] = static()
+    eta: Array
+    params: Any
+
+    def __init__(self, W: Callable[..., Array], eta: Any = 0.0, params: Any = None) -> None:
+        if not callable(W):
+            raise TypeError(f"StrainEnergy: W must be callable W(F), got {type(W).__name__}")
+        object.__setattr__(self, "W", W)
+        object.__setattr__(self, "eta", check_eta("StrainEnergy", eta))
+        object.__setattr__(self, "params", copy_params(params))
+        f = jax.ShapeDtypeStruct((3, 3), jnp.dtype(float))
+        out = jax.eval_shape(self.density, f)
+        if getattr(out, "shape", None) != ():
+            name = getattr(W, "__name__", repr(W))
+            raise ValueError(
+                f"StrainEnergy: W {name!r} must return a scalar for F (3, 3), "
+                f"got {getattr(out, 'shape', type(out).__name__)}"
+            )
+
+    def density(self, F: Array) -> Array:
+        return self.W(F) if self.params is None else self.W(F, self.params)
+
+    def small_strain(self, E: Array) -> Array:
+        # d²/dt² W(I + t E) at t = 0
+        eye = jnp.eye(3, dtype=E.dtype)
+
+        def along(t: Array) -> Array:
+            return jax.jvp(self.density, (eye + t * E,), (E,))[1]
+
+        return jax.jvp(along, (jnp.zeros((), E.dtype),), (jnp.ones((), E.dtype),))[1]
+
+
+@module
+class Energy(Material):
+    """A user elastic energy `U(q_B)` of the body coordinates, and optionally a Rayleigh
+    function `R(q_B, q̇_B)` (non-negative, quadratic in `q̇_B`).
+
+    Args:
+        potential: `U(q) -> scalar`, or `U(q, params)`.
+        rayleigh: `R(q, qd) -> scalar`, or `R(q, qd, params)`; `None` for no damping.
+        params: optional pytree of arrays passed to both (traced, differentiable).
+    """
+
+    potential: Callable[..., Array] = static()
+    rayleigh: Callable[..., Array] | None = static()
+    params: Any
+
+    def __init__(
+        self,
+        potential: Callable[..., Array],
+        rayleigh: Callable[..., Array] | None = None,
+        params: Any = None,
+    ) -> None:
+        if not callable(potential):
+            raise TypeError(f"Energy: potential must be callable U(q), got {type(potential)}")
+        if rayleigh is not None and not callable(rayleigh):
+            raise TypeError(f"Energy: rayleigh must be callable R(q, qd), got {type(rayleigh)}")
+        object.__setattr__(self, "potential", potential)
+        object.__setattr__(self, "rayleigh", rayleigh)
+        object.__setattr__(self, "params", copy_params(params))
+
+    def _args(self, *xs: Array) -> tuple:
+        return xs if self.params is None else (*xs, self.params)
+
+    def energy(self, body: SoftBody, q: Array) -> Array:
+        return self.potential(*self._args(q))
+
+    def dissipation(self, body: SoftBody, q: Array, qd: Array) -> Array:
+        if self.rayleigh is None:
+            return jnp.zeros((), q.dtype)
+        return self.rayleigh(*self._args(q, qd))
+
+    def validate(self, body: SoftBody) -> None:
+        q = jax.ShapeDtypeStruct((body.n_q,), jnp.dtype(float))
+        checks = [("potential", self.potential, (q,))]
+        if self.rayleigh is not None:
+            checks.append(("rayleigh", self.rayleigh, (q, q)))
+        for label, fn, args in checks:
+            out = jax.eval_shape(lambda *a, fn=fn: fn(*self._args(*a)), *args)
+            if getattr(out, "shape", None) != ():
+                name = getattr(fn, "__name__", repr(fn))
+                raise ValueError(
+                    f"Energy: {label} {name!r} must return a scalar for q ({body.n_q},), "
+                    f"got {getattr(out, 'shape', type(out).__name__)}"
+                )

@@ -1,0 +1,296 @@
+"""The architecture's contracts: actuators in the model, one evaluation per state
+(`dynamics_terms`), run-time output checks that also fire under `jit`/`vmap`, input dtypes, no
+re-tracing of eager calls, and the layering of the modules."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import softrigid as sr
+from softrigid import joints, kinematics, quadrature
+from softrigid.actuators import JointMotor, Tendon
+from softrigid.materials import CosseratRod
+
+LENGTH = 0.3
+VOLUME = quadrature.cylinder(0.03, LENGTH, n_axial=3, n_radial=1, n_angular=3)
+
+
+def _segment(material=None):
+    return sr.SoftBody(
+        kinematics.PlanarConstantCurvature(LENGTH), VOLUME, density=1000.0, material=material
+    )
+
+
+@pytest.fixture(scope="module")
+def arm():
+    """A sprung revolute shoulder with a rigid link, then two damped soft segments; a motor on
+    the shoulder and a tendon through both segments."""
+    link = sr.RigidBody(0.5, (0.0, 0.0, 0.1), 1e-3 * jnp.eye(3), distal=(jnp.eye(3), (0, 0, 0.2)))
+    seg = _segment(CosseratRod(2e5, 7e4, eta=0.02))
+    links = [
+        sr.Link(joints.Revolute((0.0, 1.0, 0.0), stiffness=2.0, damping=0.1), link),
+        sr.Link(joints.Fixed(), seg),
+        sr.Link(joints.Revolute((0.0, 1.0, 0.0)), seg),
+    ]
+    acts = (JointMotor(0), Tendon([1, 2], (0.01, 0.0)))
+    return sr.Robot(links, gravity=(0.3, 0.0, -9.81), actuators=acts)
+
+
+def _state(seed, n):
+    rng = np.random.default_rng(seed)
+    return (jnp.asarray(rng.uniform(-0.6, 0.6, n)) for _ in range(3))
+
+
+def test_dynamics_terms_are_the_separate_algorithms(arm):
+    q, qd, _ = _state(0, arm.n_q)
+    load = sr.PointLoad(2, (0.01, 0.0, LENGTH), (0.5, -0.2, 1.0))
+    t = sr.dynamics_terms(arm, q, qd, loads=load, parts=True)
+    mass = sr.mass_matrix(arm, q)
+    np.testing.assert_allclose(t.mass_matrix, mass, rtol=1e-12, atol=1e-14)
+    # bias = ID(q, q̇, 0) = c + g + s − Q_ext
+    nu0 = sr.inverse_dynamics(arm, q, qd, jnp.zeros_like(q), loads=load)
+    np.testing.assert_allclose(t.bias, nu0, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        t.coriolis, sr.inertial_inverse_dynamics(arm, q, qd, jnp.zeros_like(q)), atol=1e-12
+    )
+    np.testing.assert_allclose(t.gravity, sr.gravity_force(arm, q), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(t.internal, sr.internal_force(arm, q, qd), rtol=1e-12, atol=1e-12)
+    # Q_ext = J_pᵀ f of the point load, by an independent Jacobian of its world position
+    jac = jax.jacfwd(lambda x: sr.world_points(arm, x, 2, jnp.array([[0.01, 0.0, LENGTH]]))[0])(q)
+    q_ext = jac.T @ jnp.array([0.5, -0.2, 1.0])
+    np.testing.assert_allclose(
+        t.coriolis + t.gravity + t.internal - q_ext, t.bias, rtol=1e-11, atol=1e-11
+    )
+    np.testing.assert_allclose(t.actuation, sr.actuation_matrix(arm, q), atol=1e-15)
+    rot, trans = sr.forward_kinematics(arm, q)
+    np.testing.assert_allclose(t.rotation, rot, atol=1e-14)
+    np.testing.assert_allclose(t.translation, trans, atol=1e-14)
+    # without parts the structure carries None there (one pass less)
+    plain = sr.dynamics_terms(arm, q, qd)
+    assert plain.coriolis is None and plain.gravity is None and plain.internal is None
+
+
+def test_forward_dynamics_takes_the_robot_inputs(arm):
+    q, qd, _ = _state(1, arm.n_q)
+    u = jnp.array([0.7, 3.0])
+    qdd = sr.forward_dynamics(arm, q, qd, u)
+    # M q̈ + c + g + s = A(q) u with the tendon column −∂l/∂q
+    np.testing.assert_allclose(
+        sr.inverse_dynamics(arm, q, qd, qdd), sr.actuation_matrix(arm, q) @ u, atol=1e-10
+    )
+    assert arm.n_u == 2
+    # the same robot without actuators takes generalized forces
+    bare = sr.Robot(arm.links, arm.gravity)
+    assert bare.n_u == bare.n_q
+    nu = sr.actuation_force(arm, q, u)
+    np.testing.assert_allclose(sr.forward_dynamics(bare, q, qd, nu), qdd, rtol=1e-12, atol=1e-12)
+
+
+def test_simulate_reads_the_actuators(arm):
+    q0 = jnp.zeros(arm.n_q)
+    traj = sr.simulate(arm, q0, q0, 0.02, 0.01, controller=lambda t, q, qd: jnp.array([0.0, 5.0]))
+    # pulling the tendon at offset +0.01 bends both segments toward it: q_B < 0 (A = −d)
+    assert traj.q[-1, 1] < 0 and traj.q[-1, 3] < 0
+    with pytest.raises(ValueError, match=r"shape \(2,\) \(actuator inputs\)"):
+        sr.simulate(arm, q0, q0, 0.02, 0.01, controller=lambda t, q, qd: jnp.zeros(4))
+
+
+# ---------------------------------------------------------------- run-time output checks
+
+
+def _robot_with_map(fn, n_q=1):
+    body = sr.SoftBody(
+        fn,
+        VOLUME,
+        density=1000.0,
+        n_q=n_q,
+        pivot=(0.0, 0.0, LENGTH),
+        contact_points=((0.03, 0.0, LENGTH), (0.0, 0.03, LENGTH)),
+    )
+    rigid = sr.RigidBody(1.0, (0.0, 0.0, 0.0), 1e-3 * jnp.eye(3))
+    return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid), sr.Link(joints.Fixed(), body)])
+
+
+def _sqrt_map(x, q):
+    # |q| through sqrt(q²): its derivative is NaN at q = 0
+    return x + jnp.array([jnp.sqrt(q[0] ** 2) * x[2], 0.0, 0.0])
+
+
+def _frozen_map(x, q):
+    # a map through stop_gradient: the body coordinate has no inertia (M singular)
+    return x + jax.lax.stop_gradient(q[0]) * jnp.array([x[2], 0.0, 0.0])
+
+
+@pytest.fixture(scope="module")
+def sqrt_robot():
+    return _robot_with_map(_sqrt_map)
+
+
+def test_non_finite_output_names_the_coordinate(sqrt_robot):
+    z = jnp.zeros(2)
+    # the NaN of d|q|/dq at 0 spreads through the passes to every coordinate; the eager error
+    # names the first bad output and the link where the non-finite terms start
+    with pytest.raises(
+        ValueError,
+        match=r"inverse_dynamics: non-finite value .* at coordinate 0 .* It starts in link 1 "
+        r"\(Fixed \+ SoftBody '_sqrt_map'\): its position-level terms",
+    ):
+        sr.inverse_dynamics(sqrt_robot, z, jnp.array([0.0, 1.0]), z)
+    # an overflowing state
+    with pytest.raises(
+        ValueError,
+        match=r"inverse_dynamics: non-finite value .* at coordinate 0 \(link 0, joint coordinate 0 \(Revolute\)\)",
+    ):
+        sr.inverse_dynamics(sqrt_robot, jnp.array([0.0, 0.5]), jnp.array([1e200, 0.0]), z)
+
+
+def test_checks_fire_under_jit_and_vmap(sqrt_robot):
+    z = jnp.zeros(2)
+    good, bad = jnp.array([0.0, 0.3]), jnp.zeros(2)  # d|q|/dq is NaN only at q = 0
+    jitted = jax.jit(lambda q: sr.inverse_dynamics(sqrt_robot, q, z, z))
+    assert np.all(np.isfinite(jitted(good)))
+    with pytest.raises(Exception, match="inverse_dynamics: non-finite value .* at coordinate 0"):
+        jax.block_until_ready(jitted(bad))
+    batched = jax.vmap(lambda q: sr.inverse_dynamics(sqrt_robot, q, z, z))
+    assert np.all(np.isfinite(batched(jnp.stack([good, 2 * good]))))
+    with pytest.raises(Exception, match="inverse_dynamics: non-finite value"):
+        jax.block_until_ready(batched(jnp.stack([good, bad])))
+
+
+def test_singular_mass_matrix_is_reported():
+    robot = _robot_with_map(_frozen_map)
+    z = jnp.zeros(2)
+    np.testing.assert_allclose(sr.mass_matrix(robot, z)[1], 0.0, atol=1e-15)
+    with pytest.raises(
+        ValueError,
+        match=r"forward_dynamics: the mass matrix is not positive definite at coordinate 1 "
+        r"\(link 1, body coordinate 0",
+    ):
+        sr.forward_dynamics(robot, z, z, z)
+
+
+# ---------------------------------------------------------------- inputs
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "pattern"),
+    [
+        (jnp.array([0.1 + 0.2j, 0.0, 0.0, 0.0]), TypeError, "q must be real floating point"),
+        (np.array([True, False, True, False]), TypeError, "q must be real floating point"),
+        ("0.1", TypeError, "q must be a real array"),
+        (jnp.zeros((2, 4)), ValueError, "use jax.vmap"),
+        (jnp.zeros(3), ValueError, r"q must have shape \(4,\)"),
+    ],
+)
+def test_bad_state_types(arm, value, error, pattern):
+    with pytest.raises(error, match=pattern):
+        sr.mass_matrix(arm, value)
+
+
+def test_mixed_precision_states_are_promoted(arm):
+    q, qd, qdd = _state(2, arm.n_q)
+    mixed = sr.inverse_dynamics(arm, q.astype(jnp.float32), qd, qdd)
+    assert mixed.dtype == jnp.float64
+    ref = sr.inverse_dynamics(arm, q.astype(jnp.float32).astype(jnp.float64), qd, qdd)
+    np.testing.assert_allclose(mixed, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_eager_calls_do_not_retrace():
+    traces = []
+
+    def counted(x, q):
+        traces.append(1)
+        return kinematics.PlanarConstantCurvature(LENGTH)(x, q)
+
+    body = sr.SoftBody(
+        counted, VOLUME, density=1000.0, n_q=1, material=CosseratRod(1e5, 4e4, strain=_cc_strain)
+    )
+    robot = sr.Robot([sr.Link(joints.Fixed(), body)])
+    q, qd = jnp.array([0.3]), jnp.array([0.2])
+    for fn in (sr.elastic_force, sr.mass_matrix):
+        fn(robot, q)
+        before = len(traces)
+        fn(robot, 2.0 * q)
+        assert len(traces) == before, f"{fn.__name__} traced again on a second eager call"
+    sr.damping_force(robot, q, qd)
+    before = len(traces)
+    sr.damping_force(robot, q, 2.0 * qd)
+    assert len(traces) == before
+
+
+def _cc_strain(X, q):
+    z = jnp.zeros_like(q[0])
+    return jnp.stack([z, -q[0] / LENGTH, z, z, z, 1.0 + z])
+
+
+# ---------------------------------------------------------------- layering
+
+# Lower layers never import higher ones (no deferred imports either): a module may import only
+# modules of its own layer or below.
+LAYERS = [
+    {"_module", "_math", "_ad", "_checks", "quadrature", "kinematics", "meshing"},
+    {"materials", "_body", "_rigid_body", "_soft_body", "joints", "_actuator", "_controller"},
+    {"_model"},
+    {"_recursion"},
+    {"_loads", "_entry", "_chain", "_energy"},
+    {"_dynamics", "lagrangian"},
+    {"_derivatives"},
+    {
+        "actuators",
+        "control",
+        "_simulate",
+        "_integrators",
+        "statics",
+        "_statics_equilibrium",
+        "_statics_inverse",
+        "io",
+        "plotting",
+        "urdf",
+    },
+]
+
+
+def _layer(module: str) -> int:
+    top = module.split(".")[0]
+    for k, layer in enumerate(LAYERS):
+        if top in layer:
+            return k
+    raise AssertionError(f"module {module!r} is in no layer of the test: add it")
+
+
+def _runtime_imports(tree: ast.AST) -> list[ast.ImportFrom]:
+    """Relative imports executed at import time (not those under `if TYPE_CHECKING:`)."""
+    out = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            return
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            out.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return out
+
+
+def test_core_modules_never_import_higher_layers():
+    root = Path(sr.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).with_suffix("")
+        if rel.name == "__init__" and rel.parent == Path("."):
+            continue
+        own = _layer(".".join(rel.parts))
+        for node in _runtime_imports(ast.parse(path.read_text())):
+            # the package-level module the relative import names
+            base = list(rel.parts[:-1])[: len(rel.parts) - node.level]
+            target = ".".join([*base, node.module] if node.module else base)
+            targets = [target] if target else [a.name for a in node.names]
+            for t in targets:
+                assert _layer(t) <= own, f"{'/'.join(rel.parts)} imports the higher-layer {t}"

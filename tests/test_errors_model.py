@@ -1,0 +1,194 @@
+"""Bad input to the model and the simulator: clear errors that name the argument, never a crash,
+a silent NaN or a raw error from deep inside JAX/NumPy (issue "Reliability")."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import softrigid as sr
+from softrigid import joints, kinematics, quadrature
+from softrigid.actuators import Tendon
+from softrigid.materials import CosseratRod
+
+L = 0.2
+VOLUME = quadrature.cylinder(0.02, L, n_axial=2, n_radial=1, n_angular=3)
+
+
+def _rigid(**kw):
+    args = {"mass": 1.0, "com": (0.0, 0.0, 0.1), "inertia": 1e-3 * np.eye(3)} | kw
+    return sr.RigidBody(**args)
+
+
+def _soft(density=1000.0):
+    return sr.SoftBody(kinematics.PlanarConstantCurvature(L), VOLUME, density=density)
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    bob = sr.RigidBody(1.0, (0.0, 0.0, -0.5), 1e-6 * jnp.eye(3))
+    return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), bob)])
+
+
+# Construction: each case builds something invalid; (exception type, what the message names).
+CONSTRUCTION = {
+    "robot of one link, not a list": (
+        lambda: sr.Robot(sr.Link(joints.Fixed(), _rigid())),
+        TypeError,
+        "links must be a sequence",
+    ),
+    "robot of a string": (lambda: sr.Robot("arm"), TypeError, "links must be a sequence"),
+    "NaN centre of mass": (
+        lambda: _rigid(com=(0.0, np.nan, 0.0)),
+        ValueError,
+        "com must be finite",
+    ),
+    "string mass": (lambda: _rigid(mass="heavy"), TypeError, "mass must be real numbers"),
+    "distal tuple of three": (
+        lambda: _rigid(distal=(np.eye(3), np.zeros(3), 1.0)),
+        ValueError,
+        r"distal must be None, a 4x4 homogeneous matrix or an \(R, t\) pair",
+    ),
+    "distal as a string": (
+        lambda: _rigid(distal="up"),
+        TypeError,
+        "RigidBody: distal must be real numbers",
+    ),
+    "a single contact point": (
+        lambda: sr.SoftBody(
+            lambda x, q: x, VOLUME, 1000.0, n_q=1, pivot=(0, 0, L), contact_points=((0.02, 0, L),)
+        ),
+        ValueError,
+        "contact_points must be a pair",
+    ),
+    "NaN contact point": (
+        lambda: sr.SoftBody(
+            lambda x, q: x,
+            VOLUME,
+            1000.0,
+            n_q=1,
+            pivot=(0, 0, L),
+            contact_points=((np.nan, 0, L), (0, 0.02, L)),
+        ),
+        ValueError,
+        r"contact_points\[0\] must be finite",
+    ),
+    "pivot outside the body": (
+        lambda: sr.SoftBody(
+            lambda x, q: x,
+            VOLUME,
+            1000.0,
+            n_q=1,
+            pivot=(0, 0, 1.5 * L),
+            contact_points=((0.02, 0, 1.5 * L), (0, 0.02, 1.5 * L)),
+        ),
+        ValueError,
+        r"SoftBody: pivot \[0.0, 0.0, 0.3\d*\] lies outside the body's cylinder volume",
+    ),
+    "kinematics longer than the volume": (
+        lambda: sr.SoftBody(kinematics.PlanarConstantCurvature(0.3), VOLUME, 1000.0),
+        ValueError,
+        r"has length 0.3 but the volume spans x3 ∈ \[0, 0.2\]",
+    ),
+    "missing density": (lambda: _soft(density=None), ValueError, "give a density"),
+    "negative density": (
+        lambda: _soft(density=-1.0),
+        ValueError,
+        "density must be finite and positive",
+    ),
+    "tendon start with NaN": (
+        lambda: Tendon([0], (0.01, 0.0), start=(0.0, np.nan, 0.0)),
+        ValueError,
+        "Tendon: start must be finite",
+    ),
+    "loads of the wrong type": (
+        lambda: sr.inverse_dynamics(
+            sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), _rigid())]),
+            jnp.zeros(1),
+            jnp.zeros(1),
+            jnp.zeros(1),
+            loads=5,
+        ),
+        TypeError,
+        "loads must be a PointLoad, a Wrench or a sequence",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONSTRUCTION))
+def test_bad_construction_raises_a_clear_error(case):
+    build, error, pattern = CONSTRUCTION[case]
+    with pytest.raises(error, match=pattern):
+        build()
+
+
+def test_negative_density_through_jit_is_reported():
+    # a model built inside a trace cannot be checked at build time: a run-time check fires
+    def mass(rho):
+        body = sr.SoftBody(kinematics.PlanarConstantCurvature(L), VOLUME, density=rho)
+        robot = sr.Robot([sr.Link(joints.Fixed(), body)])
+        return sr.mass_matrix(robot, jnp.zeros(1))[0, 0]
+
+    fn = jax.jit(mass)
+    assert float(fn(1000.0)) > 0
+    with pytest.raises(Exception, match="SoftBody: density must be finite and positive"):
+        jax.block_until_ready(fn(-1000.0))
+
+
+def test_rod_basis_too_rich_for_the_axial_rule_warns():
+    basis = kinematics.Legendre(L, (6,), strains=("bend",))
+    rod = kinematics.Cosserat(L, basis, n_steps=2)
+    with pytest.warns(UserWarning, match=r"integrated at 2 axial nodes, too few .* rank"):
+        sr.SoftBody(rod, VOLUME, 1000.0, material=CosseratRod(1e6, 3e5))
+
+
+# ---------------------------------------------------------------- simulate
+
+
+def test_simulate_refuses_an_absurd_number_of_steps(pendulum):
+    z = jnp.zeros(1)
+    with pytest.raises(ValueError, match=r"asks for 1e\+15 steps"):
+        sr.simulate(pendulum, z, z, t_final=1e12, dt=1e-3)
+
+
+def test_simulate_time_arguments(pendulum):
+    z = jnp.zeros(1)
+    # a JAX or NumPy scalar step is a number like any other
+    traj = sr.simulate(pendulum, jnp.array([0.3]), z, 0.02, jnp.asarray(0.01))
+    assert traj.q.shape == (3, 1)
+    with pytest.raises(TypeError, match="dt must be a Python or NumPy number known before tracing"):
+        jax.jit(lambda dt: sr.simulate(pendulum, z, z, 0.02, dt).q)(0.01)
+    with pytest.raises(ValueError, match="dt must be a finite positive number"):
+        sr.simulate(pendulum, z, z, 1.0, -0.1)
+    with pytest.raises(TypeError, match="t_final must be a real scalar"):
+        sr.simulate(pendulum, z, z, "1 s", 0.1)
+    with pytest.raises(ValueError, match="for a batch of initial states use jax.vmap"):
+        sr.simulate(pendulum, jnp.zeros((4, 1)), jnp.zeros((4, 1)), 0.02, 0.01)
+
+
+def test_simulate_float32_initial_state(pendulum):
+    # promoted consistently with the model (float64 parameters): no dtype error
+    q0 = jnp.array([0.3], jnp.float32)
+    traj = sr.simulate(pendulum, q0, jnp.zeros(1, jnp.float32), 0.02, 0.01)
+    ref = sr.simulate(pendulum, jnp.array([0.3]), jnp.zeros(1), 0.02, 0.01)
+    np.testing.assert_allclose(traj.q, ref.q, rtol=1e-6)
+
+
+def _blow_up(t, q, qd):
+    return jnp.where(t > 0.02, jnp.inf, 0.0) * jnp.ones(1)
+
+
+def test_simulate_divergence_is_reported_under_jit_and_vmap(pendulum):
+    def run(q0):
+        return sr.simulate(pendulum, q0, jnp.zeros(1), 0.05, 0.01, controller=_blow_up).q
+
+    # eager: the exact time
+    with pytest.raises(ValueError, match=r"became non-finite at t = 0.03 s \(step 3\)"):
+        run(jnp.zeros(1))
+    # traced: the run-time check inside the program names the steps
+    with pytest.raises(Exception, match="became non-finite between step 3 and step 3"):
+        jax.block_until_ready(jax.jit(run)(jnp.zeros(1)))
+    with pytest.raises(Exception, match="simulate: the state became non-finite"):
+        jax.block_until_ready(jax.vmap(run)(jnp.zeros((2, 1))))

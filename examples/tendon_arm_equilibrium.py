@@ -5,13 +5,15 @@ Run:  python examples/tendon_arm_equilibrium.py [output-folder]
 A rigid link on a spring-loaded, motorized shoulder (a revolute joint about y) carries three
 silicone segments (planar constant curvature, Cosserat rod law) horizontally along +x; gravity
 acts along −z. Two antagonistic tendons run at 1.2 cm from the backbone: the lower one through
-all three segments, the upper one through the first two. For a sweep of tensions
-`sr.equilibrium` solves `g(q) + s(q, 0) = A(q) u` by Newton's method, each solve warm-started
-from the previous equilibrium (shoulder motor off); `sr.inverse_statics` then finds the shoulder
-torque and the two tensions that put the tip on a target, as the smallest change from a
-pretension of 25 N in each tendon (three inputs, two outputs). Prints the tensions, tip positions, Newton iterations and
-stability, and writes `equilibria.png` to the output folder (default
-`out/tendon_arm_equilibrium`). Needs matplotlib (the `plot` extra) for the figure.
+all three segments, the upper one through the first two. The motor and the tendons are the
+robot's actuators (`sr.Robot(..., actuators=...)`), its inputs `u = (τ, u_lower, u_upper)`.
+For a sweep of tensions `sr.equilibrium(robot, u)` solves `g(q) + s(q, 0) = A(q) u` by
+Newton's method, each solve warm-started from the previous equilibrium (shoulder motor off);
+`sr.inverse_statics` then finds the shoulder torque and the two tensions that put the tip on a
+target, as the smallest change from a pretension of 25 N in each tendon (three inputs, two
+outputs). Prints the tensions, tip positions, Newton iterations and stability, and writes
+`equilibria.png` to the output folder (default `out/tendon_arm_equilibrium`). Needs matplotlib
+(the `plot` extra) for the figure.
 """
 
 from __future__ import annotations
@@ -50,10 +52,10 @@ PRETENSION = 25.0  # [N] in each tendon, the starting point of the inverse stati
 
 
 class Arm(NamedTuple):
-    """The robot, its actuators (shoulder motor, lower tendon, upper tendon) and the tip's link."""
+    """The robot (its actuators: shoulder motor, lower tendon, upper tendon) and the tip's
+    link."""
 
     robot: sr.Robot
-    actuators: tuple[JointMotor, Tendon, Tendon]
     tip_link: int
 
 
@@ -69,13 +71,14 @@ class Equilibrium(NamedTuple):
 
 def build_arm(n_segments: int = 3, n_axial: int = 3) -> Arm:
     """A 5 cm rigid link (0.2 kg) on a revolute shoulder about the world `y` axis (torsion
-    spring 5 N m/rad, a motor), whose origin turns the chain's `z` axis to the world `+x`, then `n_segments` silicone segments (length 0.1 m, radius 1.5 cm, density 1100 kg/m³,
-    rod law with `E = 1 MPa`, `G = E/3`) on fixed joints; planar constant curvature bends in
+    spring 5 N m/rad, a motor), whose origin turns the chain's `z` axis to the world `+x`, then
+    `n_segments` silicone segments (length 0.1 m, radius 2 cm, density 1100 kg/m³, rod law with `E = 1 MPa`, `G = E/3`) on fixed joints; planar constant curvature bends in
     the body's `x1 x3` plane, which is the world's `x z` plane here (`x1` points down).
 
     The lower tendon (body `x1 = +1 cm`) runs through every segment and the upper one
     (`x1 = −1 cm`) through all but the last: `A = −d` per segment it crosses, so pulling
-    bends each of those segments toward the tendon."""
+    bends each of those segments toward the tendon. The robot's inputs are
+    `u = (τ, u_lower, u_upper)`."""
     if n_segments < 2:
         raise ValueError(f"the arm needs at least 2 segments, got {n_segments}")
     turn = jnp.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])  # z → x, x → −z
@@ -96,11 +99,11 @@ def build_arm(n_segments: int = 3, n_axial: int = 3) -> Arm:
     )
     links = [sr.Link(shoulder, mount)]
     links += [sr.Link(joints.Fixed(), segment) for _ in range(n_segments)]
-    robot = sr.Robot(links, gravity=(0.0, 0.0, -9.81))
     soft = list(range(1, n_segments + 1))
     lower = Tendon(soft, (TENDON_OFFSET, 0.0))
     upper = Tendon(soft[:-1], (-TENDON_OFFSET, 0.0))
-    return Arm(robot, (JointMotor(0), lower, upper), n_segments)
+    robot = sr.Robot(links, gravity=(0.0, 0.0, -9.81), actuators=[JointMotor(0), lower, upper])
+    return Arm(robot, n_segments)
 
 
 def tip_position(arm: Arm, q: Array) -> Array:
@@ -116,15 +119,15 @@ def sweep(arm: Arm, tensions: Sequence[Sequence[float]]) -> list[Equilibrium]:
     out = []
     for lower, upper in tensions:
         u = jnp.array([0.0, lower, upper])
-        sol = sr.equilibrium(arm.robot, u, arm.actuators, q0=q)
+        sol = sr.equilibrium(arm.robot, u, q0=q)
         q = sol.q
         out.append(
             Equilibrium(
                 np.asarray(sol.u),
                 np.asarray(sol.q),
                 np.asarray(tip_position(arm, sol.q)),
-                sol.iterations,
-                sol.stable,
+                int(sol.iterations),
+                bool(sol.stable),
             )
         )
     return out
@@ -143,7 +146,7 @@ def reach(
         return tip_position(arm, q)[jnp.array([0, 2])]
 
     u0 = jnp.array([0.0, pretension, pretension])
-    return sr.inverse_statics(arm.robot, arm.actuators, tip_xz, goal, u0=u0, tol=1e-12)
+    return sr.inverse_statics(arm.robot, tip_xz, goal, u0=u0, tol=1e-12)
 
 
 def plot(
@@ -215,7 +218,7 @@ def main(out: Path) -> None:
         f"shoulder torque {float(inverse.u[0]):.4f} N m and tensions (lower, upper) = "
         f"({float(inverse.u[1]):.4f}, {float(inverse.u[2]):.4f}) N in {inverse.iterations} "
         "iterations, "
-        f"|error| = {inverse.output_error:.2e} m"
+        f"|error| = {inverse.output_error:.2e} m (converged: {inverse.converged})"
     )
     print(
         f"sweep: {swept - start:.2f} s, inverse statics: {reached - swept:.2f} s "

@@ -31,7 +31,7 @@ def tendon_arm():
     arm = ex.build_arm(n_segments=2, n_axial=2)
     states = ex.sweep(arm, [(0.0, 0.0), (0.0, 10.0), (0.0, 20.0), (10.0, 20.0)])
     # a target the arm reaches with known inputs; the inverse statics starts from 25 N each
-    held = sr.equilibrium(arm.robot, jnp.array([-1.0, 30.0, 20.0]), arm.actuators)
+    held = sr.equilibrium(arm.robot, jnp.array([-1.0, 30.0, 20.0]))
     target = np.asarray(ex.tip_position(arm, held.q))
     inverse = ex.reach(arm, target)
     return ex, arm, states, target, inverse
@@ -45,8 +45,9 @@ def test_tendon_arm_equilibria_balance(tendon_arm):
     for s in states:
         # relative to the gravity torques in play
         scale = float(jnp.max(jnp.abs(sr.gravity_force(arm.robot, jnp.asarray(s.q)))))
-        residual = sr.inverse_dynamics(
-            arm.robot, jnp.asarray(s.q), zero, zero, actuators=arm.actuators, u=jnp.asarray(s.u)
+        q = jnp.asarray(s.q)
+        residual = sr.inverse_dynamics(arm.robot, q, zero, zero) - sr.actuation_force(
+            arm.robot, q, jnp.asarray(s.u)
         )
         np.testing.assert_allclose(residual, 0.0, atol=1e-10 * scale)
         assert 1 <= s.iterations <= 5
@@ -76,10 +77,11 @@ def test_tendon_arm_inverse_statics_reaches_the_target(tendon_arm):
     _, arm, _, target, inverse = tendon_arm
     np.testing.assert_allclose(inverse.output, target[[0, 2]], atol=1e-12)
     assert inverse.output_error < 1e-12
+    assert inverse.converged
     # both tendons pull (minimum-norm steps from the 25 N pretension)
     assert float(inverse.u[1]) > 0.0 and float(inverse.u[2]) > 0.0
     # (q, u) is an equilibrium: solving the statics under u returns q
-    check = sr.equilibrium(arm.robot, inverse.u, arm.actuators, q0=inverse.q)
+    check = sr.equilibrium(arm.robot, inverse.u, q0=inverse.q)
     np.testing.assert_allclose(check.q, inverse.q, atol=1e-10)
 
 

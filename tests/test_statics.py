@@ -1,21 +1,25 @@
 """Statics: closed-form equilibria, Euler–Bernoulli, the damped-simulation limit, Newton's
-quadratic convergence, inverse statics and clear errors."""
+quadratic convergence, jit/vmap and the status, implicit gradients, inverse statics and clear
+errors."""
 
 from __future__ import annotations
 
+import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import softrigid as sr
 from softrigid import joints, kinematics, quadrature
-from softrigid.actuators import JointMotor, Tendon, actuation_force, controller
+from softrigid.actuators import JointMotor, Tendon
 from softrigid.materials import CosseratRod
 from softrigid.statics import equilibrium, inverse_statics
 
 RADIUS, LENGTH, YOUNG = 0.02, 0.25, 5e6
 VOLUME = quadrature.cylinder(RADIUS, LENGTH, n_axial=3, n_radial=2, n_angular=5)
 I_SECTION = np.pi * RADIUS**4 / 4  # ∫ x1² dA
+TIP = jnp.array([[0.0, 0.0, LENGTH]])
 
 
 def cc_strain(X, q):
@@ -33,23 +37,42 @@ def cc_rod(eta=0.0, density=1000.0):
     )
 
 
+def tendon_rod(d, gravity=(0.0, 0.0, 0.0)):
+    """One CC segment with a tendon at offset `d` along `x1`."""
+    return sr.Robot(
+        [sr.Link(joints.Fixed(), cc_rod())], gravity=gravity, actuators=[Tendon(0, (d, 0.0))]
+    )
+
+
+def pendulum(gravity=(0.0, 0.0, 9.81), stiffness=0.0):
+    """A rigid bar on a revolute joint about y with a motor (and a spring)."""
+    bar = sr.RigidBody(1.0, (0.0, 0.0, 0.5), np.diag([0.1, 0.1, 0.01]))
+    joint = joints.Revolute((0.0, 1.0, 0.0), stiffness=stiffness)
+    return sr.Robot([sr.Link(joint, bar)], gravity=gravity, actuators=[JointMotor(0)])
+
+
 @pytest.fixture(scope="module")
 def arm():
     """Two damped CC segments hanging sideways to gravity (−x), with two antagonistic tendons;
     stiffness-proportional damping η = 0.15 s makes every mode decay within a few seconds."""
     body = cc_rod(eta=0.15)
-    robot = sr.Robot([sr.Link(joints.Fixed(), body)] * 2, gravity=(-9.81, 0.0, 0.0))
-    acts = (Tendon([0, 1], (0.015, 0.0)), Tendon([0, 1], (-0.015, 0.0)))
-    return robot, acts
+    acts = [Tendon([0, 1], (0.015, 0.0)), Tendon([0, 1], (-0.015, 0.0))]
+    return sr.Robot([sr.Link(joints.Fixed(), body)] * 2, gravity=(-9.81, 0.0, 0.0), actuators=acts)
+
+
+@pytest.fixture(scope="module")
+def sideways_rod():
+    """One CC segment with a tendon, bent sideways by gravity (a nonlinear balance)."""
+    return tendon_rod(0.015, gravity=(-9.81, 0.0, 0.0))
 
 
 def test_tendon_bends_constant_curvature_rod():
     # s = E I q / L and A = −d: E I q / L = −d u  ⇒  q = −d u L / (E I), one Newton step
-    robot = sr.Robot([sr.Link(joints.Fixed(), cc_rod())], gravity=(0.0, 0.0, 0.0))
     for d, u in ((0.015, 2.0), (-0.01, 5.0)):
-        sol = equilibrium(robot, jnp.array([u]), Tendon(0, (d, 0.0)))
+        sol = equilibrium(tendon_rod(d), jnp.array([u]))
         np.testing.assert_allclose(sol.q, [-d * u * LENGTH / (YOUNG * I_SECTION)], rtol=1e-13)
         assert sol.iterations == 1
+        assert sol.status == 0 and sol.converged
         assert sol.stable
 
 
@@ -69,32 +92,35 @@ def test_euler_bernoulli_cantilever():
 
 
 def test_newton_converges_quadratically(arm):
-    robot, acts = arm
-    sol = equilibrium(robot, jnp.array([3.0, 0.5]), acts, tol=1e-14)
+    sol = equilibrium(arm, jnp.array([3.0, 0.5]), tol=1e-14)
     r = np.asarray(sol.history)
     # a smooth case: 4 Newton steps from the straight arm, each squaring the residual
     assert sol.iterations == 4
+    assert np.all(np.isnan(r[5:])) and np.all(np.isfinite(r[:5]))
+    r = r[:5]
     ratios = r[1:-1] / r[:-2] ** 2
     assert np.all(ratios < 0.1), ratios
     assert r[-1] < 1e-14 * 10
     assert sol.stable
     # the balance holds through the recursion too: ID(q, 0, 0) = A(q) u
-    zero = jnp.zeros(robot.n_q)
+    zero = jnp.zeros(arm.n_q)
     np.testing.assert_allclose(
-        sr.inverse_dynamics(robot, sol.q, zero, zero),
-        actuation_force(robot, acts, sol.q, sol.u),
+        sr.inverse_dynamics(arm, sol.q, zero, zero),
+        sr.actuation_force(arm, sol.q, sol.u),
         rtol=1e-12,
         atol=1e-13,
     )
+    # an exact equilibrium as the initial guess takes no step
+    again = equilibrium(arm, sol.u, q0=sol.q)
+    assert again.iterations == 0 and again.converged
+    np.testing.assert_array_equal(again.q, sol.q)
 
 
 def test_equilibrium_is_the_limit_of_a_damped_simulation(arm):
-    robot, acts = arm
     u = jnp.array([3.0, 0.5])
-    sol = equilibrium(robot, u, acts)
-    control = controller(robot, acts, lambda t, q, qd: u)
-    zero = jnp.zeros(robot.n_q)
-    traj = sr.simulate(robot, zero, zero, t_final=5.0, dt=1e-3, control=control)
+    sol = equilibrium(arm, u)
+    zero = jnp.zeros(arm.n_q)
+    traj = sr.simulate(arm, zero, zero, t_final=5.0, dt=1e-3, controller=lambda t, q, qd: u)
     np.testing.assert_allclose(traj.qd[-1], 0.0, atol=1e-9)
     np.testing.assert_allclose(traj.q[-1], sol.q, rtol=0, atol=1e-9)
 
@@ -102,25 +128,22 @@ def test_equilibrium_is_the_limit_of_a_damped_simulation(arm):
 def test_inverse_statics_reaches_a_tip_target(arm):
     # two tendons, one output (the tip's x): the damped least-squares solution is an exact
     # equilibrium on the target
-    robot, acts = arm
-    tip = jnp.array([[0.0, 0.0, LENGTH]])
-
     def tip_x(q):
-        return sr.world_points(robot, q, 1, tip)[0, :1]
+        return sr.world_points(arm, q, 1, TIP)[0, :1]
 
     target = jnp.array([0.12])
-    inv = inverse_statics(robot, acts, tip_x, target, tol=1e-12)
+    inv = inverse_statics(arm, tip_x, target, tol=1e-12)
     np.testing.assert_allclose(inv.output, target, atol=1e-12)
     assert inv.output_error < 1e-12
-    check = equilibrium(robot, inv.u, acts)
+    assert inv.converged
+    check = equilibrium(arm, inv.u)
     np.testing.assert_allclose(check.q, inv.q, atol=1e-10)
     np.testing.assert_allclose(tip_x(check.q), target, atol=1e-10)
 
 
 def test_stability_of_an_inverted_pendulum():
     # a rigid pendulum on a revolute joint: hanging is stable, upright is an unstable equilibrium
-    bar = sr.RigidBody(1.0, (0.0, 0.0, 0.5), np.diag([0.1, 0.1, 0.01]))
-    robot = sr.Robot([sr.Link(joints.Revolute((0.0, 1.0, 0.0)), bar)], gravity=(0, 0, 9.81))
+    robot = pendulum()
     down = equilibrium(robot, q0=jnp.array([0.3]))
     np.testing.assert_allclose(down.q, [0.0], atol=1e-12)
     assert down.stable
@@ -130,9 +153,121 @@ def test_stability_of_an_inverted_pendulum():
     # a motor holds it at q = 1: τ = m g l sin q (not at 90°, a fold where ∂r/∂q = 0 and
     # the root is only determined to √tol)
     tau = 9.81 * 0.5 * np.sin(1.0)
-    side = equilibrium(robot, jnp.array([tau]), JointMotor(0), q0=jnp.array([0.8]))
+    side = equilibrium(robot, jnp.array([tau]), q0=jnp.array([0.8]))
     np.testing.assert_allclose(side.q, [1.0], atol=1e-12)
     assert side.stable
+
+
+def test_exact_start_converges_in_zero_steps():
+    # hanging straight down, g(0) vanishes up to round-off: no force scale, but an equilibrium
+    robot = pendulum()
+    sol = equilibrium(robot)
+    assert sol.iterations == 0 and sol.converged
+    np.testing.assert_array_equal(sol.q, [0.0])
+    # an upright rod under its own weight along its axis, inputs zero
+    rod = tendon_rod(0.015, gravity=(0.0, 0.0, -9.81))
+    sol = equilibrium(rod)
+    assert sol.iterations == 0 and sol.converged
+    np.testing.assert_allclose(sol.q, [0.0], atol=1e-15)
+    # inverse statics from the default u0 = 0 starts there and reaches a tip target
+    inv = inverse_statics(rod, lambda q: sr.world_points(rod, q, 0, TIP)[0, :1], [-0.01])
+    assert inv.converged
+    np.testing.assert_allclose(inv.output, [-0.01], atol=1e-10)
+
+
+# ---------------------------------------------------------------- jit, vmap, gradients
+
+
+def test_equilibrium_under_jit_and_vmap(arm, sideways_rod):
+    u = jnp.array([3.0])
+    eager = equilibrium(sideways_rod, u)
+    jitted = jax.jit(lambda u: equilibrium(sideways_rod, u).q)(u)
+    np.testing.assert_allclose(jitted, eager.q, rtol=0, atol=1e-14)
+    # a batch of tensions in one solve, each as the eager one
+    tensions = jnp.array([[0.0, 0.0], [3.0, 0.5], [0.5, 4.0]])
+    batch = jax.jit(jax.vmap(lambda u: equilibrium(arm, u)))(tensions)
+    assert batch.q.shape == (3, arm.n_q)
+    assert np.all(np.asarray(batch.converged))
+    for k, u in enumerate(tensions):
+        sol = equilibrium(arm, u)
+        np.testing.assert_allclose(batch.q[k], sol.q, rtol=0, atol=1e-13)
+        assert batch.iterations[k] == sol.iterations
+        assert batch.stable[k] == sol.stable
+
+
+def test_failures_under_jit_raise_or_report_a_status(sideways_rod):
+    u = jnp.array([20.0])
+    # throw (the default): an equinox runtime check, also inside jit
+    with pytest.raises(Exception, match="did not converge within max_iter"):
+        jax.block_until_ready(jax.jit(lambda u: equilibrium(sideways_rod, u, max_iter=1).q)(u))
+    # throw=False: the status reports it
+    sol = jax.jit(lambda u: equilibrium(sideways_rod, u, max_iter=1, throw=False))(u)
+    assert int(sol.status) == 1 and not sol.converged and sol.iterations == 1
+    # a non-finite input under jit is caught at run time
+    with pytest.raises(Exception, match="not finite"):
+        jax.block_until_ready(
+            jax.jit(lambda u: equilibrium(sideways_rod, u, max_iter=1).q)(u * jnp.nan)
+        )
+
+
+def test_implicit_gradients_match_finite_differences(sideways_rod):
+    # ∂q*/∂θ = −J⁻¹ ∂r/∂θ for the tension u and the rod's Young's modulus E
+    def solve(u, young):
+        robot = eqx.tree_at(lambda r: r.links[0].body.material.E, sideways_rod, young)
+        return equilibrium(robot, u).q
+
+    u, young = jnp.array([3.0]), jnp.asarray(YOUNG)
+    d_u, d_e = jax.jit(jax.jacfwd(solve, argnums=(0, 1)))(u, young)
+    grad_u = jax.grad(lambda u: solve(u, young)[0])(u)
+    h_u, h_e = 1e-4, 1e-4 * YOUNG
+    fd_u = (solve(u + h_u, young) - solve(u - h_u, young)) / (2 * h_u)
+    fd_e = (solve(u, young + h_e) - solve(u, young - h_e)) / (2 * h_e)
+    np.testing.assert_allclose(d_u[:, 0], fd_u, rtol=1e-6)
+    np.testing.assert_allclose(grad_u, fd_u, rtol=1e-6)
+    np.testing.assert_allclose(d_e, fd_e, rtol=1e-6)
+    # without gravity the closed form q = −d u L / (E I): ∂q/∂u = −d L/(E I), ∂q/∂E = −q/E
+    flat = tendon_rod(0.015)
+    d_flat = jax.jacfwd(lambda u: equilibrium(flat, u).q)(u)
+    np.testing.assert_allclose(d_flat, [[-0.015 * LENGTH / (YOUNG * I_SECTION)]], rtol=1e-12)
+
+
+# ---------------------------------------------------------------- inverse statics
+
+
+def test_inverse_statics_of_a_spring_bar_under_jit_and_vmap():
+    # a bar on a spring k without gravity: q = τ/k and the tip's x = l sin q, so the motor
+    # torque that puts it on x* is τ = k asin(x*/l)
+    k = 2.0
+    robot = pendulum(gravity=(0.0, 0.0, 0.0), stiffness=k)
+    tip = jnp.array([[0.0, 0.0, 1.0]])
+
+    def tip_x(q):
+        return sr.world_points(robot, q, 0, tip)[0, :1]
+
+    eager = inverse_statics(robot, tip_x, [0.5], tol=1e-12)
+    assert eager.converged
+    np.testing.assert_allclose(eager.u, [k * np.arcsin(0.5)], rtol=1e-10)
+    targets = jnp.array([[0.5], [-0.3], [0.8]])
+    batch = jax.jit(jax.vmap(lambda t: inverse_statics(robot, tip_x, t, tol=1e-12)))(targets)
+    assert np.all(np.asarray(batch.converged))
+    np.testing.assert_allclose(batch.u, k * np.arcsin(targets), rtol=1e-10)
+    np.testing.assert_allclose(batch.output, targets, atol=1e-12)
+
+
+def test_unreachable_target_is_reported():
+    # a bar on a spring, no gravity: the tip's x = l sin(τ/k) ≤ l, a target at 2 l is out of
+    # reach; the best fit (the arm at 90°) comes with converged=False and a warning
+    robot = pendulum(gravity=(0.0, 0.0, 0.0), stiffness=2.0)
+    tip = jnp.array([[0.0, 0.0, 1.0]])
+
+    def tip_x(q):
+        return sr.world_points(robot, q, 0, tip)[0, :1]
+
+    with pytest.warns(RuntimeWarning, match="target is not reached"):
+        inv = inverse_statics(robot, tip_x, [2.0])
+    assert not inv.converged
+    np.testing.assert_allclose(inv.q, [np.pi / 2], atol=1e-4)
+    np.testing.assert_allclose(inv.output_error, 1.0, atol=1e-6)
 
 
 # ---------------------------------------------------------------- errors
@@ -140,27 +275,43 @@ def test_stability_of_an_inverted_pendulum():
 
 def test_singular_newton_step():
     # nothing holds the joint without gravity or a spring: ∂r/∂q = 0
-    bar = sr.RigidBody(1.0, (0.0, 0.0, 0.5), np.diag([0.1, 0.1, 0.01]))
-    robot = sr.Robot([sr.Link(joints.Revolute((0.0, 1.0, 0.0)), bar)], gravity=(0, 0, 0))
+    robot = pendulum(gravity=(0, 0, 0))
     with pytest.raises(ValueError, match=r"singular Newton step .* coordinates \[0\]"):
-        equilibrium(robot, jnp.array([1.0]), JointMotor(0))
+        equilibrium(robot, jnp.array([1.0]))
+
+
+def test_singular_step_names_an_unresolved_strain_basis():
+    # three curvature modes over a single axial quadrature point: the energy sees one of them
+    kin = kinematics.Cosserat(LENGTH, kinematics.Monomial(LENGTH, 2, strains=("bend2",)))
+    volume = quadrature.cylinder(RADIUS, LENGTH, n_axial=1, n_radial=2, n_angular=5)
+    with pytest.warns(UserWarning):
+        body = sr.SoftBody(kin, volume, density=1000.0, material=CosseratRod(YOUNG, YOUNG / 3))
+    robot = sr.Robot([sr.Link(joints.Fixed(), body)], gravity=(0.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match=r"no restoring force.*axial quadrature"):
+        equilibrium(robot, jnp.ones(robot.n_q))
 
 
 def test_no_convergence_is_an_error(arm):
-    robot, acts = arm
     with pytest.raises(ValueError, match="did not converge in 2 iterations"):
-        equilibrium(robot, jnp.array([3.0, 0.5]), acts, max_iter=2)
+        equilibrium(arm, jnp.array([3.0, 0.5]), max_iter=2)
+    sol = equilibrium(arm, jnp.array([3.0, 0.5]), max_iter=2, throw=False)
+    assert int(sol.status) == 1 and not sol.converged
 
 
 def test_bad_arguments(arm):
-    robot, acts = arm
-    with pytest.raises(ValueError, match="give both u and actuators"):
-        equilibrium(robot, jnp.array([1.0, 1.0]))
     with pytest.raises(ValueError, match=r"u must have shape \(2,\)"):
-        equilibrium(robot, jnp.array([1.0]), acts)
+        equilibrium(arm, jnp.array([1.0]))
+    with pytest.raises(ValueError, match=r"u contains non-finite"):
+        equilibrium(arm, jnp.array([1.0, jnp.nan]))
     with pytest.raises(ValueError, match=r"q0 must have shape \(2,\)"):
-        equilibrium(robot, q0=jnp.zeros(3))
+        equilibrium(arm, q0=jnp.zeros(3))
     with pytest.raises(ValueError, match=r"tol must be a number in \(0, 1\)"):
-        equilibrium(robot, tol=0.0)
+        equilibrium(arm, tol=0.0)
     with pytest.raises(ValueError, match="both must be the same"):
-        inverse_statics(robot, acts, lambda q: q, jnp.zeros(3))
+        inverse_statics(arm, lambda q: q, jnp.zeros(3))
+    with pytest.raises(ValueError, match="target must be finite"):
+        inverse_statics(arm, lambda q: q, jnp.array([0.1, jnp.nan]))
+    with pytest.raises(ValueError, match="damping must be a positive number"):
+        inverse_statics(arm, lambda q: q, jnp.zeros(2), damping=-1e-3)
+    with pytest.raises(ValueError, match="weights must be finite and positive"):
+        inverse_statics(arm, lambda q: q, jnp.zeros(2), weights=jnp.array([1.0, 0.0]))

@@ -1,0 +1,305 @@
+"""Inverse statics: the inputs whose equilibrium puts outputs `y(q)` on targets `y*`.
+
+Damped least squares (Levenberg–Marquardt) over the inputs `u`, with the equilibrium `q(u)`
+solved by Newton (`softrigid._statics_equilibrium`) at every iterate, so every returned pair
+`(q, u)` is a true equilibrium:
+
+    e(u) = W (y(q(u)) − y*),    ∂q/∂u = J⁻¹ A(q)  (implicit function theorem, J = ∂r/∂q),
+    G = W ∂y/∂q J⁻¹ A,          Δu = −(GᵀG + μ² I)⁻¹ Gᵀ e.
+
+The iteration is one `jax.lax.while_loop` (the equilibrium's Newton loop nested in it), so it
+runs under `jit` and `vmap` (e.g. over targets) and reports through a status.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ._dynamics import actuation
+from ._model import Robot
+from ._module import is_concrete
+from ._statics_equilibrium import (
+    CONVERGED,
+    check_options,
+    newton,
+    raise_failure,
+    setup,
+    solution,
+)
+
+__all__ = ["InverseStaticSolution", "inverse_statics"]
+
+_INNER_TOL = 1e-12
+_INNER_ITER = 50
+_MAX_DAMPING = 1e12
+
+# InverseStaticSolution.status
+REACHED, MAX_ITER, MINIMUM, NO_EQUILIBRIUM = 0, 1, 2, 3
+_RUNNING = -1
+_MESSAGES = (
+    "inverse_statics: no convergence within max_iter iterations",
+    "inverse_statics: the target is not reached: the iteration ended at a least-squares "
+    "minimum (an unreachable target?)",
+    "inverse_statics: the equilibrium under the initial inputs u0 could not be solved",
+)
+
+
+class InverseStaticSolution(NamedTuple):
+    """Inputs and equilibrium that reach (or best approach) output targets (a pytree).
+
+    Attributes:
+        q: `(n_q,)` equilibrium configuration under `u`.
+        u: `(n_u,)` inputs.
+        output: `(p,)` outputs `y(q)`.
+        output_error: `|W (y(q) − y*)|` (2-norm); zero up to `tol` when the targets are
+            reachable, the least-squares minimum otherwise.
+        iterations: accepted Levenberg–Marquardt steps.
+        status: `0` target reached, `1` no convergence within `max_iter`, `2` a least-squares
+            minimum that misses the target (unreachable), `3` no equilibrium under `u0`.
+    """
+
+    q: Array
+    u: Array
+    output: Array
+    output_error: Array
+    iterations: Array
+    status: Array
+
+    @property
+    def converged(self) -> Array:
+        """The target is reached (`status == 0`)."""
+        return self.status == REACHED
+
+
+class _Carry(NamedTuple):
+    u: Array  # accepted inputs
+    q: Array  # their equilibrium
+    e: Array  # W (y(q) − y*)
+    err: Array  # |e|
+    g: Array  # G at (q, u)
+    mu: Array  # damping
+    du: Array  # step being tried
+    it: Array  # accepted steps
+    status: Array
+    started: Array  # the equilibrium under u0 has been solved
+
+
+def _levenberg_marquardt(
+    robot: Robot,
+    loads: tuple,
+    output: Callable[[Array], Array],
+    target: Array,
+    w: Array,
+    q0: Array,
+    u0: Array,
+    damping: float,
+    tol: float,
+    max_iter: int,
+) -> InverseStaticSolution:
+    """The loop: each pass solves the equilibrium under `u + Δu` (from the last accepted `q`;
+    the first pass solves it under `u0` from `q0`), accepts the step when that equilibrium
+    converged and `|e|` decreased (then `μ /= 10` and the next step is taken from there), else
+    `μ *= 10`. Stops when `|e| ≤ tol · max(1, |W y*|)` (reached), when an accepted step is
+    below `tol · max(1, |u|)` or no damping up to `10¹² max(|G|, 1)` reduces `|e|` (a
+    least-squares minimum), or after `max_iter` accepted steps."""
+    goal = tol * jnp.maximum(1.0, jnp.linalg.norm(w * target))
+    y_and_dy = jax.jacfwd(lambda x: (output(x), output(x)), has_aux=True)
+
+    def body(c: _Carry) -> _Carry:
+        u = c.u + c.du
+        q, inner = newton(robot, loads, u, c.q, _INNER_TOL, _INNER_ITER)
+        dy, y = y_and_dy(q)
+        e = w * (y - target)
+        err = jnp.linalg.norm(e)
+        ok = (inner.status == CONVERGED) & jnp.isfinite(err)
+        accept = ok & (~c.started | (err < c.err))
+        # G = W ∂y/∂q J⁻¹ A
+        g = (w[:, None] * dy) @ jnp.linalg.solve(inner.jac, actuation(robot, q))
+        g = jnp.where(accept, g, c.g)
+        gnorm = jnp.linalg.norm(g)
+        # μ = damping |G| at u0 (at least the smallest normal number, so that 10 μ grows)
+        first = damping * jnp.maximum(gnorm, jnp.finfo(g.dtype).tiny)
+        mu = jnp.where(accept, jnp.where(c.started, c.mu / 10.0, first), 10.0 * c.mu)
+        # Δu = −(GᵀG + μ² I)⁻¹ Gᵀ e
+        e_next = jnp.where(accept, e, c.e)
+        eye = jnp.eye(g.shape[1], dtype=g.dtype)
+        du = -jnp.linalg.solve(g.T @ g + mu**2 * eye, g.T @ e_next)
+        it = c.it + (accept & c.started).astype(c.it.dtype)
+        small = jnp.linalg.norm(c.du) <= tol * jnp.maximum(1.0, jnp.linalg.norm(u))
+        status = jnp.select(
+            [
+                ~c.started & ~ok,
+                accept & (err <= goal),
+                accept & c.started & small,
+                accept & (it >= max_iter),
+                ~accept & (mu > _MAX_DAMPING * jnp.maximum(gnorm, 1.0)),
+            ],
+            [NO_EQUILIBRIUM, REACHED, MINIMUM, MAX_ITER, MINIMUM],
+            _RUNNING,
+        ).astype(c.status.dtype)
+
+        def pick(new: Array, old: Array) -> Array:
+            return jnp.where(accept, new, old)
+
+        return _Carry(
+            u=pick(u, c.u),
+            q=pick(q, c.q),
+            e=e_next,
+            err=pick(err, c.err),
+            g=g,
+            mu=mu,
+            du=du,
+            it=it,
+            status=status,
+            started=c.started | ok,
+        )
+
+    n_u, p = u0.shape[0], target.shape[0]
+    init = _Carry(
+        u=u0,
+        q=q0,
+        e=jnp.zeros(p, q0.dtype),
+        err=jnp.asarray(jnp.inf, q0.dtype),
+        g=jnp.zeros((p, n_u), q0.dtype),
+        mu=jnp.asarray(damping, q0.dtype),
+        du=jnp.zeros(n_u, q0.dtype),
+        it=jnp.zeros((), jnp.int32),
+        status=jnp.asarray(_RUNNING, jnp.int32),
+        started=jnp.zeros((), bool),
+    )
+    c = jax.lax.while_loop(lambda c: c.status == _RUNNING, body, init)
+    return InverseStaticSolution(c.q, c.u, output(c.q), c.err, c.it, c.status)
+
+
+_lm_jit = jax.jit(_levenberg_marquardt, static_argnames=("output", "damping", "tol", "max_iter"))
+
+
+def _positive_vector(name: str, value: Any, shape: tuple[int, ...]) -> Array:
+    arr = jnp.asarray(value, dtype=float)
+    if arr.shape != shape:
+        raise ValueError(f"inverse_statics: {name} must have shape {shape}, got {arr.shape}")
+    if is_concrete(arr):
+        values = np.asarray(arr)
+        if not np.all(np.isfinite(values)) or not np.all(values > 0):
+            raise ValueError(f"inverse_statics: {name} must be finite and positive, got {values}")
+    return arr
+
+
+def inverse_statics(
+    robot: Robot,
+    output: Callable[[Array], Array],
+    target: Any,
+    q0: Any = None,
+    u0: Any = None,
+    *,
+    weights: Any = None,
+    loads: Any = None,
+    damping: float = 1e-3,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    throw: bool = True,
+) -> InverseStaticSolution:
+    """Inputs `u` whose equilibrium `q(u)` puts the outputs `y(q)` on the targets `y*`.
+
+    Damped least squares (Levenberg–Marquardt) over the inputs, with the equilibrium solved
+    exactly at every iterate (so every returned pair `(q, u)` is a true equilibrium):
+
+        e(u) = W (y(q(u)) − y*),    ∂q/∂u = (∂r/∂q)⁻¹ A(q)  (implicit function theorem),
+        G = W ∂y/∂q ∂q/∂u,          Δu = −(GᵀG + μ² I)⁻¹ Gᵀ e,
+
+    with `μ = damping · |G|` multiplied by 10 after a step that does not reduce `|e|` and
+    divided by 10 after one that does. With as many inputs as outputs this converges to an
+    exact solution when one exists; with more inputs the damped step is minimum-norm, so it
+    finds a solution near `u0`; with fewer, the least-squares best fit (see `output_error`).
+    A target that is not reached (the iteration ends at a least-squares minimum with `|e|`
+    above the tolerance, e.g. an unreachable target) gives `status = 2` (`converged` false)
+    and, eagerly with `throw`, a `RuntimeWarning` with the error. The inputs are
+    unconstrained: a negative tendon tension in the result means the target needs a push (add
+    an antagonistic tendon). Runs under `jit`/`vmap` (one `lax.while_loop`).
+
+    Args:
+        robot: the robot.
+        output: `y(q) -> (p,)`, e.g. the tip position
+            `lambda q: softrigid.forward_kinematics(robot, q)[1][-1]` (jit-traceable; it is a
+            compile-time argument: pass the same function object to reuse the compilation).
+        target: `(p,)` finite targets `y*`.
+        q0, u0: initial configuration and inputs (default zeros).
+        weights: optional `(p,)` positive output weights `W` (diagonal).
+        loads: optional constant external loads.
+        damping: initial relative damping `μ / |G|` (positive).
+        tol: stop when `|e| ≤ tol · max(1, |W y*|)`, or when the step is below
+            `tol · max(1, |u|)` (a least-squares minimum).
+        max_iter: maximum number of accepted steps.
+        throw: raise on failure (default): eagerly a `ValueError` (no equilibrium under `u0`,
+            no convergence within `max_iter`) or a `RuntimeWarning` (target not reached);
+            under `jit`/`vmap` an `equinox.error_if` runtime error for the failures (status 1
+            and 3). With `throw=False` read `status`/`converged`.
+
+    Raises:
+        ValueError: bad input; with `throw`, the failures above.
+    """
+    check_options(tol, max_iter)
+    robot, q, u, loads = setup(robot, u0, q0, loads)
+    if not callable(output):
+        raise TypeError("inverse_statics: output must be callable y(q) -> (p,)")
+    target = jnp.asarray(target, dtype=q.dtype)
+    if is_concrete(target) and not np.all(np.isfinite(np.asarray(target))):
+        raise ValueError(f"inverse_statics: target must be finite, got {np.asarray(target)}")
+    if not isinstance(damping, (int, float)) or isinstance(damping, bool):
+        raise ValueError(f"inverse_statics: damping must be a positive number, got {damping!r}")
+    if not (np.isfinite(damping) and damping > 0):
+        raise ValueError(f"inverse_statics: damping must be a positive number, got {damping!r}")
+    y = jax.eval_shape(output, q)
+    if y.shape != target.shape or target.ndim != 1:
+        raise ValueError(
+            f"inverse_statics: output(q) has shape {y.shape}, target {target.shape}; "
+            "both must be the same (p,)"
+        )
+    w = (
+        jnp.ones_like(target)
+        if weights is None
+        else _positive_vector("weights", weights, target.shape)
+    )
+    eager = is_concrete(robot, q, u, loads, target, w)
+    args = (robot, loads, output, target, w, q, u, float(damping), tol, max_iter)
+    sol = _lm_jit(*args) if eager else _levenberg_marquardt(*args)
+    if not throw:
+        return sol
+    if not eager:
+        failed = (sol.status == MAX_ITER) | (sol.status == NO_EQUILIBRIUM)
+        index = jnp.where(sol.status == MAX_ITER, 0, 2)
+        return eqx.branched_error_if(sol, failed, index, _MESSAGES)
+    status, err = int(sol.status), float(sol.output_error)
+    if status == NO_EQUILIBRIUM:
+        # solve it again for the equilibrium's own message
+        q_fail, inner = jax.jit(newton, static_argnums=(4, 5))(
+            robot, loads, u, q, _INNER_TOL, _INNER_ITER
+        )
+        try:
+            raise_failure(robot, solution(q_fail, u, inner), _INNER_ITER)
+        except ValueError as err:
+            raise ValueError(f"{_MESSAGES[2]}: {err}") from None
+        raise ValueError(_MESSAGES[2])
+    if status == MAX_ITER:
+        raise ValueError(
+            f"inverse_statics: no convergence in {max_iter} iterations (|e| = {err:.3g})"
+        )
+    if status == MINIMUM:
+        goal = tol * max(1.0, float(jnp.linalg.norm(w * target)))
+        warnings.warn(
+            f"inverse_statics: the target is not reached: the iteration ended at a least-squares "
+            f"minimum with |W (y − y*)| = {err:.3g} (tolerance {goal:.3g}) after "
+            f"{int(sol.iterations)} iterations, u = {np.asarray(sol.u)}; the target is likely "
+            "unreachable",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return sol

@@ -1,9 +1,12 @@
 """Reference volumes and quadrature rules (points and volume weights in material coordinates).
 
 Gauss product rules on the built-in volumes (`segment`, `box`, `cylinder`, `tube`), and rules
-over tetrahedral meshes from any file meshio reads (`from_mesh`).
+over tetrahedral meshes from any file meshio reads (`from_mesh`); `contains` tests whether
+material points lie in a rule's reference volume.
 """
 
+from ._compress import CompressionInfo, compress
+from ._geometry import contains
 from ._mesh import ReferenceMesh, distal_points, from_mesh, tetrahedron
 from ._rule import GEOMETRIES, QuadratureRule, box, cylinder, segment, tube
 from ._tetra import MAX_DEGREE, tetrahedron_rule
@@ -11,9 +14,12 @@ from ._tetra import MAX_DEGREE, tetrahedron_rule
 __all__ = [
     "GEOMETRIES",
     "MAX_DEGREE",
+    "CompressionInfo",
     "QuadratureRule",
     "ReferenceMesh",
     "box",
+    "compress",
+    "contains",
     "cylinder",
     "distal_points",
     "from_mesh",

@@ -64,8 +64,8 @@ def check_robot(robot: Any) -> Robot:
 
 
 def check_states(robot: Robot, **arrays: Any) -> list[Array]:
-    """The state vectors `(n_q,)`, checked and promoted to one floating dtype (mixed float32 and
-    float64 inputs are computed in float64)."""
+    """The state vectors `(n_q,)`, checked and promoted to one floating dtype with the robot's
+    parameters (mixed float32 and float64 inputs are computed in float64)."""
     out = []
     for name, value in arrays.items():
         arr = check_state(name, value, robot.n_q)
@@ -75,7 +75,9 @@ def check_states(robot: Robot, **arrays: Any) -> list[Array]:
                 f"got {arr.shape}"
             )
         out.append(arr)
-    dtype = jnp.result_type(*out) if out else None
+    # one dtype for the states and the model (float32 states on a float64 model are computed
+    # in float64; convert the robot's leaves to float32 for a float32 computation)
+    dtype = jnp.result_type(robot.gravity, *out) if out else None
     return [x.astype(dtype) for x in out]
 
 

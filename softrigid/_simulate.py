@@ -1,67 +1,94 @@
-"""Fixed-step simulation of `M q̈ + c + g + s = ν` inside `lax.scan`."""
+"""Fixed-step simulation of `M(q) q̈ + c + g + s − Q_ext = A(q) u` inside `lax.scan`, and the
+adaptive Radau method on the host.
+
+The driver is separate from the schemes (`softrigid._integrators`): it checks the arguments,
+runs `scheme.step` over the time grid, holds the inputs between controller samples
+(`control_period`), records `u`, reports progress, and turns a failed step (a Newton iteration
+that did not converge) or a non-finite state into an error naming its time: a `ValueError` in an
+eager call, a run-time error (`equinox.branched_error_if`) under the user's `jit`/`vmap`.
+"""
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ._checks import check_state
-from ._dynamics import _fd_jit, _robot
+from ._controller import Controller
+from ._entry import PREFIX, check_robot, check_states
+from ._integrators import (
+    RK4,
+    Dynamics,
+    GeneralizedAlpha,
+    ImplicitEuler,
+    Integrator,
+    Radau,
+    SemiImplicitEuler,
+    make_dynamics,
+)
 from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
 
 __all__ = ["METHODS", "Trajectory", "simulate"]
 
-METHODS = ("rk4", "semi_implicit_euler")
+METHODS = {
+    "rk4": RK4,
+    "semi_implicit_euler": SemiImplicitEuler,
+    "implicit_euler": ImplicitEuler,
+    "generalized_alpha": GeneralizedAlpha,
+    "radau": Radau,
+}
+
+# A trajectory stores every state: refuse runs whose record would not fit in memory.
+_MAX_RECORD_BYTES = 4 * 2**30
+# A run-time check under jit names one of this many windows of the run.
+_WINDOWS = 50
+# Progress is printed about this many times per run.
+_REPORTS = 10
 
 
 class Trajectory(NamedTuple):
     """A simulated trajectory: times `t` `(S + 1,)`, configurations `q` and velocities `qd`
-    `(S + 1, n_q)`, the initial state first."""
+    `(S + 1, n_q)`, and the inputs `u` `(S + 1, n_u)` applied from each time on, the initial
+    state first."""
 
     t: Array
     q: Array
     qd: Array
+    u: Array
 
 
-def _accel(
-    robot: Robot, control: Callable | None, loads: tuple, t: Array, q: Array, qd: Array
-) -> Array:
-    nu = jnp.zeros_like(q) if control is None else jnp.asarray(control(t, q, qd), dtype=q.dtype)
-    if nu.shape != q.shape:
-        raise ValueError(f"control(t, q, qd) must return shape {q.shape}, got {nu.shape}")
-    return _fd_jit(robot, q, qd, nu, loads)
+class _Progress:
+    """Host-side progress report: simulated time, wall time and real-time factor."""
+
+    start = 0.0
+
+    @classmethod
+    def report(cls, k: Any, n_steps: int, dt: Any) -> None:
+        k = int(k)
+        now = time.perf_counter()
+        if k == 0:
+            cls.start = now
+        wall = max(now - cls.start, 1e-12)
+        t = k * float(dt)
+        print(
+            f"simulate: t = {t:.4g} / {n_steps * float(dt):.4g} s, wall {wall:.3g} s, "
+            f"real-time factor {t / wall:.3g}",
+            flush=True,
+        )
 
 
-def _step_rk4(
-    robot: Robot, control: Any, loads: tuple, t: Array, q: Array, qd: Array, dt: Array
-) -> tuple[Array, Array]:
-    def f(tt: Array, x: Array, xd: Array) -> tuple[Array, Array]:
-        return xd, _accel(robot, control, loads, tt, x, xd)
-
-    k1 = f(t, q, qd)
-    k2 = f(t + dt / 2, q + dt / 2 * k1[0], qd + dt / 2 * k1[1])
-    k3 = f(t + dt / 2, q + dt / 2 * k2[0], qd + dt / 2 * k2[1])
-    k4 = f(t + dt, q + dt * k3[0], qd + dt * k3[1])
-    return (
-        q + dt / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]),
-        qd + dt / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]),
-    )
-
-
-def _step_semi_implicit(
-    robot: Robot, control: Any, loads: tuple, t: Array, q: Array, qd: Array, dt: Array
-) -> tuple[Array, Array]:
-    # q̇_{n+1} = q̇_n + h q̈(q_n, q̇_n),  q_{n+1} = q_n + h q̇_{n+1}
-    qd_new = qd + dt * _accel(robot, control, loads, t, q, qd)
-    return q + dt * qd_new, qd_new
+def _dynamics(robot: Robot, loads: tuple, policy: Any, controller: Any) -> Dynamics:
+    return make_dynamics(robot, loads, policy if policy is not None else controller)
 
 
 def _run(
@@ -69,24 +96,125 @@ def _run(
     q0: Array,
     qd0: Array,
     dt: Array,
-    n_steps: int,
-    method: str,
-    control: Any,
+    policy: Controller | None,
     loads: tuple,
-) -> Trajectory:
-    step = _step_rk4 if method == "rk4" else _step_semi_implicit
+    n_steps: int,
+    scheme: Integrator,
+    controller: Callable | None,
+    period: int | None,
+    check: bool,
+    progress: bool,
+) -> tuple[Trajectory, Array]:
+    dyn = _dynamics(robot, loads, policy, controller)
+    every = max(1, n_steps // _REPORTS)
 
-    def body(carry: tuple[Array, Array], k: Array) -> Any:
-        q, qd = carry
-        new = step(robot, control, loads, k * dt, q, qd, dt)
-        return new, new
+    def body(carry: tuple[Any, Array], k: Array) -> Any:
+        state, u_held = carry
+        t = k * dt
+        if progress:
+            jax.lax.cond(
+                k % every == 0,
+                lambda: jax.debug.callback(_Progress.report, k, n_steps, dt),
+                lambda: None,
+            )
+        stage = dyn
+        if period is not None:
+            # zero-order hold: sample u every `period` steps, hold it in between
+            u_held = jax.lax.cond(
+                k % period == 0, lambda: dyn.inputs(t, state.q, state.qd), lambda: u_held
+            )
+            stage = dyn.hold(u_held)
+        new, ok = scheme.step(stage, t, state, dt)
+        return (new, u_held), (new.q, new.qd, ok, u_held)
 
-    _, (qs, qds) = jax.lax.scan(body, (q0, qd0), jnp.arange(n_steps, dtype=q0.dtype))
+    state0 = scheme.init(dyn, jnp.zeros((), q0.dtype), q0, qd0)
+    u0 = jnp.zeros(robot.n_u, q0.dtype)
+    steps = jnp.arange(n_steps)
+    (_, u_last), (qs, qds, ok, held) = jax.lax.scan(body, (state0, u0), steps)
     t = dt * jnp.arange(n_steps + 1, dtype=q0.dtype)
-    return Trajectory(t, jnp.concatenate([q0[None], qs]), jnp.concatenate([qd0[None], qds]))
+    q = jnp.concatenate([q0[None], qs])
+    qd = jnp.concatenate([qd0[None], qds])
+    if period is None:
+        u = jax.vmap(dyn.inputs)(t, q, qd)
+    else:
+        last = dyn.inputs(t[-1], q[-1], qd[-1]) if n_steps % period == 0 else u_last
+        u = jnp.concatenate([held, last[None]])
+    if progress:
+        jax.debug.callback(_Progress.report, n_steps, n_steps, dt)
+    if check:
+        q = _check_run(q, qds, ok, n_steps, scheme.name)
+    return Trajectory(t, q, qd, u), ok
 
 
-_run_jit = jax.jit(_run, static_argnames=("n_steps", "method", "control"))
+def _check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Array:
+    """`q` with a run-time check (also under `jit`/`vmap`) that every step converged and the run
+    stayed finite; the message brackets the time of the first failure within one of `_WINDOWS`
+    equal windows."""
+    diverged = ~(jnp.all(jnp.isfinite(q[1:]), 1) & jnp.all(jnp.isfinite(qds), 1))
+    bad = diverged | ~ok
+    windows = min(_WINDOWS, n_steps)
+    edges = np.linspace(0, n_steps, windows + 1).round().astype(int)
+    spans = [
+        f"between step {a + 1} and step {b} (t = step × dt)" for a, b in itertools.pairwise(edges)
+    ]
+    msgs = tuple(
+        f"{PREFIX}simulate: the state became non-finite {s}; reduce dt, use an implicit method, "
+        "or check the model and the controller"
+        for s in spans
+    ) + tuple(
+        f"{PREFIX}simulate: the Newton iteration of method {method!r} did not converge {s}; "
+        "reduce dt or raise max_iter"
+        for s in spans
+    )
+    first = jnp.argmax(bad)
+    window = jnp.searchsorted(jnp.asarray(edges[1:]), first + 1)
+    index = window + windows * (~ok[first] & ~diverged[first])
+    return eqx.branched_error_if(q, jnp.any(bad), index, msgs)
+
+
+_run_jit = jax.jit(
+    _run,
+    static_argnames=("n_steps", "scheme", "controller", "period", "check", "progress"),
+)
+
+
+def _positive_number(name: str, value: Any) -> float:
+    """A finite positive time known at trace time (it fixes the number of steps)."""
+    if isinstance(value, (bool, np.bool_)) or not is_concrete(value):
+        raise TypeError(
+            f"simulate: {name} must be a Python or NumPy number known before tracing (it fixes "
+            f"the number of steps), got {type(value).__name__}"
+        )
+    arr = np.asarray(value)
+    if arr.shape != () or not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"simulate: {name} must be a real scalar, got {value!r}")
+    v = float(arr)
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"simulate: {name} must be a finite positive number, got {v!r}")
+    return v
+
+
+def _scheme(method: Any) -> Integrator | Radau:
+    if isinstance(method, (Integrator, Radau)):
+        return method
+    if isinstance(method, str) and method in METHODS:
+        return METHODS[method]()
+    raise ValueError(
+        f"simulate: method must be one of {tuple(METHODS)} or a scheme instance (e.g. "
+        f"GeneralizedAlpha(rho_inf=0.5)), got {method!r}"
+    )
+
+
+def _control_period(period: Any, dt: float) -> int | None:
+    """The zero-order-hold period in steps (`control_period` a multiple of `dt`), or `None`."""
+    if period is None:
+        return None
+    m = _positive_number("control_period", period) / dt
+    if round(m) < 1 or not math.isclose(m, round(m), rel_tol=1e-9):
+        raise ValueError(
+            f"simulate: control_period must be a multiple of dt = {dt:.6g}, got {period!r}"
+        )
+    return round(m)
 
 
 def simulate(
@@ -95,59 +223,136 @@ def simulate(
     qd0: Array,
     t_final: float,
     dt: float,
-    control: Callable[[Array, Array, Array], Array] | None = None,
-    method: str = "rk4",
+    controller: Controller | Callable[[Array, Array, Array], Array] | None = None,
+    method: str | Integrator | Radau = "rk4",
     loads: Any = None,
+    control_period: float | None = None,
+    progress: bool = False,
 ) -> Trajectory:
-    """Integrate the forward dynamics from `(q0, qd0)` over `[0, t_final]` with a fixed step.
+    """Integrate the forward dynamics from `(q0, qd0)` over `[0, t_final]` on a fixed grid.
 
     Args:
         robot: the robot.
-        q0, qd0: `(n_q,)` initial state.
+        q0, qd0: `(n_q,)` initial state (for a batch of initial states use `jax.vmap`).
         t_final: final time [s] (> 0); the number of steps is `ceil(t_final / dt)`, so the last
             time is `t_final` rounded up to a multiple of `dt`.
-        dt: step [s] (> 0).
-        control: `control(t, q, qd) -> ν` `(n_q,)` generalized actuation force (jit-traceable);
-            `None` for no actuation.
-        method: `"rk4"` (classical 4th-order Runge–Kutta) or `"semi_implicit_euler"`
-            (symplectic Euler: velocity first, then position).
+        dt: step [s] (> 0); for `"radau"` the output grid (its own steps are adaptive).
+        controller: the robot's inputs `u` `(n_u,)` (generalized forces for a robot without
+            actuators, actuator inputs otherwise): a `softrigid._controller.Controller` (a
+            pytree passed as a traced argument, so new gains do not recompile; called as
+            `controller(t, q, qd, terms)` with the stage's `DynamicsTerms`, evaluated once and
+            shared with the acceleration solve), a jit-traceable callable `controller(t, q, qd)`
+            (static), or `None` for no input.
+        method: `"rk4"`, `"semi_implicit_euler"`, `"implicit_euler"`, `"generalized_alpha"`
+            (`rho_inf = 0.9`), `"radau"` (adaptive, eager only), or an instance of a scheme of
+            `softrigid._integrators` with options, e.g. `GeneralizedAlpha(rho_inf=1.0,
+            tol=1e-12, max_iter=10)`, `Radau(rtol=1e-10, atol=1e-12)`.
         loads: constant external loads (`PointLoad`/`Wrench`).
+        control_period: zero-order hold: sample `u` every `control_period` seconds (a multiple
+            of `dt`) and hold it in between; `None` (default) evaluates `u` at every stage.
+        progress: print the simulated time, the wall time and the real-time factor about ten
+            times during the run (the wall time excludes compilation).
 
     Returns:
-        a `Trajectory(t, q, qd)`.
+        a `Trajectory(t, q, qd, u)`.
 
     Raises:
-        ValueError: bad arguments, or a non-finite state during the run (with its time).
+        ValueError: bad arguments, a run too long to record, a Newton iteration that did not
+            converge or a non-finite state during the run (with its time).
+        TypeError: `"radau"` with traced inputs (inside `jit`, `vmap` or `grad`).
     """
-    robot = _robot(robot)
-    q0 = check_state("q0", q0, robot.n_q)
-    qd0 = check_state("qd0", qd0, robot.n_q)
-    if method not in METHODS:
-        raise ValueError(f"simulate: method must be one of {METHODS}, got {method!r}")
-    if control is not None and not callable(control):
-        raise TypeError("simulate: control must be a callable control(t, q, qd) -> nu, or None")
-    for name, value in (("t_final", t_final), ("dt", dt)):
-        if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"simulate: {name} must be a finite positive number, got {value!r}")
+    robot = check_robot(robot)
+    for name, value in (("q0", q0), ("qd0", qd0)):
+        if jnp.ndim(value) > 1:
+            raise ValueError(
+                f"simulate: {name} must have shape ({robot.n_q},), got {jnp.shape(value)}; "
+                "for a batch of initial states use jax.vmap"
+            )
+    q0, qd0 = check_states(robot, q0=q0, qd0=qd0)
+    scheme = _scheme(method)
+    if controller is not None and not callable(controller):
+        raise TypeError(
+            "simulate: controller must be a Controller, a callable u(t, q, qd), or None"
+        )
+    t_final = _positive_number("t_final", t_final)
+    dt = _positive_number("dt", dt)
+    period = _control_period(control_period, dt)
     n_steps = max(1, math.ceil(t_final / dt - 1e-9))
-    traj = _run_jit(
+    record = (2 * robot.n_q + robot.n_u) * (n_steps + 1) * q0.dtype.itemsize
+    if n_steps >= 2**31 or record > _MAX_RECORD_BYTES:
+        raise ValueError(
+            f"simulate: t_final / dt = {t_final:.3g} / {dt:.3g} asks for {n_steps:.3g} steps, "
+            f"whose record ({record / 2**30:.3g} GiB) exceeds the limit of "
+            f"{_MAX_RECORD_BYTES / 2**30:.0f} GiB; simulate in shorter pieces or with a larger dt"
+        )
+    loads = check_loads(robot, loads)
+    policy = controller if isinstance(controller, Controller) else None
+    static_law = None if policy is not None else controller
+    eager = is_concrete(q0, qd0, robot, loads, policy)
+    if isinstance(scheme, Radau):
+        return _simulate_radau(
+            robot, q0, qd0, dt, n_steps, scheme, controller, loads, period, eager
+        )
+    # traced (inside the user's jit/vmap/grad): the run-time check inside the program reports a
+    # failure; eager: the trajectory is checked here, naming the exact time
+    traj, ok = _run_jit(
         robot,
         q0,
         qd0,
-        jnp.asarray(dt, dtype=q0.dtype),
+        jnp.asarray(dt, q0.dtype),
+        policy,
+        loads,
         n_steps,
-        method,
-        control,
-        check_loads(robot, loads),
+        scheme,
+        static_law,
+        period,
+        not eager,
+        bool(progress),
     )
-    if is_concrete(traj.q):
-        finite = np.all(np.isfinite(np.asarray(traj.q)), axis=1) & np.all(
-            np.isfinite(np.asarray(traj.qd)), axis=1
+    if eager and progress:
+        jax.effects_barrier()
+    if eager:
+        finite = np.all(np.isfinite(np.asarray(traj.q)), 1) & np.all(
+            np.isfinite(np.asarray(traj.qd)), 1
         )
-        if not finite.all():
-            k = int(np.argmin(finite))
+        converged = np.concatenate([[True], np.asarray(ok)])
+        if not (finite.all() and converged.all()):
+            k = int(np.argmin(finite & converged))
+            if not converged[k]:
+                raise ValueError(
+                    f"simulate: the Newton iteration of method {scheme.name!r} did not converge "
+                    f"in the step from t = {(k - 1) * dt:.6g} s to t = {k * dt:.6g} s "
+                    f"(step {k}, max_iter = {scheme.max_iter}, tol = {scheme.tol:g}); "
+                    "reduce dt or raise max_iter"
+                )
             raise ValueError(
                 f"simulate: the state became non-finite at t = {k * dt:.6g} s (step {k}); "
-                "reduce dt, use method='rk4', or check the model and the control"
+                "reduce dt, use an implicit method, or check the model and the controller"
             )
     return traj
+
+
+def _simulate_radau(
+    robot: Robot,
+    q0: Array,
+    qd0: Array,
+    dt: float,
+    n_steps: int,
+    scheme: Radau,
+    controller: Any,
+    loads: tuple,
+    period: int | None,
+    eager: bool,
+) -> Trajectory:
+    if not eager:
+        raise TypeError(
+            "simulate: method 'radau' runs scipy.integrate.solve_ivp on the host and is not "
+            "jittable: call it outside jit/vmap/grad, or use a fixed-step method"
+        )
+    if period is not None:
+        raise ValueError("simulate: control_period is not supported by method 'radau'")
+    dyn = make_dynamics(robot, loads, controller)
+    times = dt * np.arange(n_steps + 1)
+    q, qd = scheme.integrate(dyn, q0, qd0, times)
+    t, q, qd = (jnp.asarray(x, q0.dtype) for x in (times, q, qd))
+    return Trajectory(t, q, qd, jax.jit(jax.vmap(dyn.inputs))(t, q, qd))

@@ -44,10 +44,19 @@ def test_trajectory_layout_and_control(pendulum):
     # A constant torque equal to the static gravity load at 0.3 rad holds the pendulum there.
     q_hold = jnp.array([0.3])
     tau = sr.gravity_force(pendulum, q_hold)
-    traj = sr.simulate(pendulum, q_hold, jnp.zeros(1), 0.2, 0.01, control=lambda t, q, qd: tau)
+    traj = sr.simulate(pendulum, q_hold, jnp.zeros(1), 0.2, 0.01, controller=lambda t, q, qd: tau)
     assert traj.t.shape == (21,) and traj.q.shape == (21, 1) and traj.qd.shape == (21, 1)
     np.testing.assert_allclose(traj.t[-1], 0.2, rtol=1e-12)
     np.testing.assert_allclose(traj.q[:, 0], 0.3, atol=1e-12)
+    # the inputs are recorded with the states
+    np.testing.assert_allclose(traj.u, jnp.broadcast_to(tau, (21, 1)), rtol=1e-12)
+
+
+def test_progress_report(pendulum, capsys):
+    z = jnp.zeros(1)
+    sr.simulate(pendulum, z, z, 0.2, 0.01, progress=True)
+    out = capsys.readouterr().out
+    assert "t = 0.2 / 0.2 s" in out and "real-time factor" in out
 
 
 def test_simulate_errors(pendulum):
@@ -65,5 +74,5 @@ def test_simulate_errors(pendulum):
             z,
             0.05,
             0.01,
-            control=lambda t, q, qd: jnp.where(t > 0.02, jnp.inf, 0.0) * jnp.ones(1),
+            controller=lambda t, q, qd: jnp.where(t > 0.02, jnp.inf, 0.0) * jnp.ones(1),
         )

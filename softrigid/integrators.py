@@ -1,0 +1,23 @@
+"""Integration schemes for `softrigid.simulate(..., method=...)` and the first-order vector field.
+
+Fixed step, inside `lax.scan` (jit, vmap and grad through them): `RK4`, `SemiImplicitEuler`,
+`ImplicitEuler` (backward Euler, L-stable, first order) and `GeneralizedAlpha` (Chung–Hulbert /
+Arnold–Brüls, second order, `rho_inf ∈ [0, 1]`; `rho_inf = 1` is the trapezoidal rule), the
+implicit ones by Newton with the exact iteration matrix from `inverse_dynamics_derivatives`.
+Adaptive: `Radau` (scipy's `solve_ivp` with the exact Jacobian; not jittable). A string works
+too: `method="generalized_alpha"`.
+
+`vector_field(robot, controller=None, loads=None)` is `f(t, (q, q̇)) = (q̇, q̈)`, for your own
+solvers, e.g. diffrax: `diffrax.ODETerm(lambda t, y, args: f(t, y))`.
+"""
+
+from ._integrators import (
+    RK4,
+    GeneralizedAlpha,
+    ImplicitEuler,
+    Radau,
+    SemiImplicitEuler,
+    vector_field,
+)
+
+__all__ = ["RK4", "GeneralizedAlpha", "ImplicitEuler", "Radau", "SemiImplicitEuler", "vector_field"]

@@ -9,6 +9,8 @@ everything a state needs once for forward dynamics, statics, integrators and con
 
 from . import (
     actuators,
+    control,
+    integrators,
     io,
     joints,
     kinematics,
@@ -45,6 +47,7 @@ from ._energy import (
     potential_energy,
     stiffness_matrix,
 )
+from ._integrators import vector_field
 from ._loads import PointLoad, Wrench
 from ._model import Link, Robot
 from ._rigid_body import RigidBody
@@ -70,6 +73,7 @@ __all__ = [
     "actuation_force",
     "actuation_matrix",
     "actuators",
+    "control",
     "dalembert_wrenches",
     "damping_force",
     "dissipation",
@@ -81,6 +85,7 @@ __all__ = [
     "forward_kinematics",
     "gravity_force",
     "inertial_inverse_dynamics",
+    "integrators",
     "internal_force",
     "inverse_dynamics",
     "inverse_dynamics_derivatives",
@@ -101,5 +106,6 @@ __all__ = [
     "simulate",
     "stiffness_matrix",
     "urdf",
+    "vector_field",
     "world_points",
 ]

@@ -246,6 +246,7 @@ LAYERS = [
         "control",
         "_simulate",
         "_integrators",
+        "integrators",
         "statics",
         "_statics_equilibrium",
         "_statics_inverse",

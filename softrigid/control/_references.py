@@ -1,0 +1,173 @@
+"""Reference trajectories `r(t) -> (r, ṙ, r̈)` for the controllers (`softrigid.control`)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from .._module import is_concrete, module, static
+
+__all__ = ["Constant", "CubicRestToRest", "Reference", "Spline"]
+
+
+class Reference(abc.ABC):
+    """A reference `r(t) -> (r, ṙ, r̈)`, each `(size,)`; subclasses are `@module` pytrees."""
+
+    size: int
+
+    @abc.abstractmethod
+    def __call__(self, t: Array) -> tuple[Array, Array, Array]:
+        """Position, velocity and acceleration at time `t`."""
+
+
+def _vector(name: str, value: Any) -> Array:
+    x = jnp.asarray(value, dtype=float)
+    if x.ndim != 1 or x.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty vector, got shape {x.shape}")
+    return x
+
+
+@module
+class Constant(Reference):
+    """A constant reference `(r, 0, 0)` (a set point)."""
+
+    value: Array
+
+    def __init__(self, value: Any) -> None:
+        object.__setattr__(self, "value", _vector("Constant: value", value))
+
+    @property
+    def size(self) -> int:
+        return self.value.shape[0]
+
+    def __call__(self, t: Array) -> tuple[Array, Array, Array]:
+        zero = jnp.zeros_like(self.value)
+        return self.value, zero, zero
+
+
+@module
+class CubicRestToRest(Reference):
+    """Rest-to-rest cubic from `start` at `t0` to `end` at `t1`, held outside `[t0, t1]`:
+
+        r = r₀ + s(τ) (r₁ − r₀),  s = 3τ² − 2τ³,  τ = (t − t₀)/T,  T = t₁ − t₀,
+        ṙ = 6τ(1 − τ)/T (r₁ − r₀),  r̈ = (6 − 12τ)/T² (r₁ − r₀)  on [t₀, t₁], else ṙ = r̈ = 0.
+
+    The velocity vanishes at both ends; the acceleration is `±6 (r₁ − r₀)/T²` there (a cubic
+    cannot also bring it to zero) and jumps to zero outside.
+    """
+
+    start: Array
+    end: Array
+    t0: Array
+    t1: Array
+
+    def __init__(self, start: Any, end: Any, t0: Any, t1: Any) -> None:
+        start = _vector("CubicRestToRest: start", start)
+        end = _vector("CubicRestToRest: end", end)
+        if end.shape != start.shape:
+            raise ValueError(
+                f"CubicRestToRest: end has shape {end.shape}, start has shape {start.shape}"
+            )
+        if is_concrete(t0, t1) and not float(t1) > float(t0):
+            raise ValueError(f"CubicRestToRest: t1 must exceed t0, got t0={t0}, t1={t1}")
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "end", end)
+        object.__setattr__(self, "t0", jnp.asarray(t0, dtype=float))
+        object.__setattr__(self, "t1", jnp.asarray(t1, dtype=float))
+
+    @property
+    def size(self) -> int:
+        return self.start.shape[0]
+
+    def __call__(self, t: Array) -> tuple[Array, Array, Array]:
+        period = self.t1 - self.t0
+        tau = jnp.clip((t - self.t0) / period, 0.0, 1.0)
+        inside = (t >= self.t0) & (t <= self.t1)
+        delta = self.end - self.start
+        s = tau * tau * (3.0 - 2.0 * tau)
+        sd = jnp.where(inside, 6.0 * tau * (1.0 - tau) / period, 0.0)
+        sdd = jnp.where(inside, (6.0 - 12.0 * tau) / period**2, 0.0)
+        return self.start + s * delta, sd * delta, sdd * delta
+
+
+@module
+class Spline(Reference):
+    """Twice continuously differentiable cubic spline through samples `r(t_k) = r_k`, held
+    (with `ṙ = r̈ = 0`) outside `[t_0, t_K]`. On `[t_k, t_{k+1}]`, with `δ = t − t_k`,
+
+        r = Σ_j c_{kj} δ^{3−j},   ṙ and r̈ its derivatives,
+
+    with the coefficients of `scipy.interpolate.CubicSpline` (computed once, when the spline
+    is built, from concrete samples); evaluation is `jnp` only (jit, vmap, grad in `t`).
+
+    Args:
+        times: `(K + 1,)` strictly increasing sample times, `K ≥ 1`.
+        samples: `(K + 1, m)` sampled configurations or outputs.
+        bc_type: scipy's end conditions; the default `"clamped"` (ṙ = 0 at both ends) starts
+            and ends at rest, so the held reference is C¹ across the ends.
+    """
+
+    times: Array
+    coefficients: Array  # (K, 4, m)
+
+    def __init__(self, times: Any, samples: Any, bc_type: Any = "clamped") -> None:
+        from scipy.interpolate import CubicSpline
+
+        t = np.asarray(times, dtype=float)
+        r = np.asarray(samples, dtype=float)
+        if t.ndim != 1 or t.shape[0] < 2 or not np.all(np.diff(t) > 0):
+            raise ValueError(
+                "Spline: times must be a strictly increasing vector of at least 2 entries, "
+                f"got shape {t.shape}"
+            )
+        if r.ndim != 2 or r.shape[0] != t.shape[0] or r.shape[1] == 0:
+            raise ValueError(
+                f"Spline: samples must have shape ({t.shape[0]}, m), one row per time, "
+                f"got {r.shape}"
+            )
+        c = CubicSpline(t, r, bc_type=bc_type, axis=0).c  # (4, K, m)
+        object.__setattr__(self, "times", jnp.asarray(t))
+        object.__setattr__(self, "coefficients", jnp.asarray(np.moveaxis(c, 0, 1)))
+
+    @property
+    def size(self) -> int:
+        return self.coefficients.shape[2]
+
+    def __call__(self, t: Array) -> tuple[Array, Array, Array]:
+        k = jnp.clip(jnp.searchsorted(self.times, t, side="right") - 1, 0, self.times.shape[0] - 2)
+        inside = (t >= self.times[0]) & (t <= self.times[-1])
+        d = jnp.clip(t, self.times[0], self.times[-1]) - self.times[k]
+        c3, c2, c1, c0 = self.coefficients[k]
+        r = ((c3 * d + c2) * d + c1) * d + c0
+        rd = (3.0 * c3 * d + 2.0 * c2) * d + c1
+        rdd = 6.0 * c3 * d + 2.0 * c2
+        return r, jnp.where(inside, rd, 0.0), jnp.where(inside, rdd, 0.0)
+
+
+@module
+class _Function(Reference):
+    """A user function `u(t) -> (m,)` as a reference (its derivatives are not used)."""
+
+    function: Callable[[Array], Array] = static()
+    size: int = static()
+
+    def __call__(self, t: Array) -> tuple[Array, Array, Array]:
+        u = jnp.asarray(self.function(t))
+        if u.shape != (self.size,):
+            raise ValueError(
+                f"Feedforward: inputs(t) must return shape ({self.size},), got {u.shape}"
+            )
+        zero = jnp.zeros_like(u)
+        return u, zero, zero
+
+
+def _reference(where: str, value: Any, size: int | None = None) -> Reference:
+    ref = value if isinstance(value, Reference) else Constant(value)
+    if size is not None and ref.size != size:
+        raise ValueError(f"{where} has size {ref.size}, expected {size}")
+    return ref

@@ -1,0 +1,317 @@
+"""Controllers and references: closed-loop error dynamics against the linear ODE the laws
+impose, zero steady-state error of the compensated PD, the references' derivatives, phase
+switching, traced gains (no recompilation, vmap) and bad input."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.interpolate import CubicSpline
+from scipy.linalg import expm
+
+import softrigid as sr
+from softrigid import control, joints, kinematics, materials, quadrature
+from softrigid._dynamics import DynamicsTerms, solve_accelerations, terms
+from softrigid._entry import raise_runtime_errors
+from softrigid.actuators import JointMotor, Tendon
+
+LENGTH, OFFSET = 0.2, 0.01
+GRAVITY = (0.0, 0.0, 9.81)  # along the segment at q = 0: the arm hangs
+
+
+def arm(actuators):
+    """A revolute joint (about y) carrying a planar constant-curvature soft segment: n_q = 2."""
+    body = sr.SoftBody(
+        kinematics.PlanarConstantCurvature(LENGTH),
+        quadrature.cylinder(0.02, LENGTH, 2, 1, 3),
+        1000.0,
+        material=materials.CosseratRod(1e5, 4e4, eta=0.02),
+    )
+    return sr.Robot([sr.Link(joints.Revolute((0.0, 1.0, 0.0)), body)], GRAVITY, actuators)
+
+
+@pytest.fixture(scope="module")
+def robot():
+    """A joint motor and a tendon (A = diag(1, −d)): fully actuated with both inputs,
+    underactuated when a law drives the tendon only."""
+    return arm([JointMotor(0), Tendon([0], (OFFSET, 0.0))])
+
+
+STEPS = 400
+
+
+@jax.jit
+def _rollout(robot, controller, q0, qd0, dt):
+    """Classical RK4 of the closed loop over `STEPS` steps, its four stages in a scan (one
+    model in the compiled program), one `terms` per stage shared with the controller."""
+    c, w = jnp.array([0.0, 0.5, 0.5, 1.0]), jnp.array([1.0, 2.0, 2.0, 1.0]) / 6
+
+    def f(t, q, qd):
+        tm = terms(robot, q, qd)
+        return qd, solve_accelerations(robot, tm, controller(t, q, qd, tm), check=False)
+
+    def step(x, t):
+        def stage(carry, cw):
+            k, total = carry
+            k = f(t + cw[0] * dt, x[0] + cw[0] * dt * k[0], x[1] + cw[0] * dt * k[1])
+            return (k, jax.tree_util.tree_map(lambda a, b: a + cw[1] * b, total, k)), None
+
+        zero = jax.tree_util.tree_map(jnp.zeros_like, x)
+        (_, total), _ = jax.lax.scan(stage, (zero, zero), jnp.stack([c, w], axis=1))
+        new = (x[0] + dt * total[0], x[1] + dt * total[1])
+        return new, new
+
+    _, (q, qd) = jax.lax.scan(step, (q0, qd0), dt * jnp.arange(STEPS, dtype=q0.dtype))
+    return jnp.concatenate([q0[None], q]), jnp.concatenate([qd0[None], qd])
+
+
+def closed_loop(robot, law, laws, q0, qd0, dt):
+    """Run `laws[law]` alone: the three laws sit in one `Phases` whose (traced) switching
+    times select it for the whole run, so every run shares one compiled program."""
+    big = 1e9
+    times = [(big, 2 * big), (-big, big), (-2 * big, -big)][law]
+    return _rollout(robot, control.Phases(times, laws), jnp.asarray(q0), jnp.asarray(qd0), dt)
+
+
+def pfbl(robot, kp=1.0, kd=1.0, ref=(0.0, 0.0)):
+    """PFBL on the tendon only (the joint motor off: underactuated), y = −l."""
+    return control.CollocatedPFBL(
+        robot, kp, kd, control.CubicRestToRest([ref[0]], [ref[1]], 0.0, 1.0), inputs=[1]
+    )
+
+
+def computed_torque(kp=(1.0, 1.0), kd=(1.0, 1.0), start=(0.0, 0.0), end=(0.0, 0.0)):
+    return control.ComputedTorque(kp, kd, control.CubicRestToRest(start, end, 0.0, 1.0))
+
+
+def compensated_pd(robot, kp=None, kd=None, target=(0.0, 0.0)):
+    eye = np.eye(2)
+    return control.CompensatedPD(
+        robot, eye if kp is None else kp, eye if kd is None else kd, target
+    )
+
+
+def linear_error(kp, kd, e0, ed0, times):
+    """Solution of `ë + K_D ė + K_P e = 0` (diagonal gains) on the uniform grid `times`,
+    `(T, k)`: `x_{j+1} = exp(F h) x_j`, `F = [[0, 1], [−K_P, −K_D]]`."""
+    out = []
+    for p, d, x0, v0 in zip(kp, kd, e0, ed0):
+        step = expm(np.array([[0.0, 1.0], [-p, -d]]) * (times[1] - times[0]))
+        x = [np.array([x0, v0])]
+        for _ in times[1:]:
+            x.append(step @ x[-1])
+        out.append(np.array(x)[:, 0])
+    return np.array(out).T
+
+
+DT = 2e-3
+TIMES = DT * np.arange(STEPS + 1)
+
+
+def test_pfbl_output_error_obeys_the_linear_ode(robot):
+    # A = diag(1, −d) and l = L + d q₁ exactly (PlanarConstantCurvature), so the tendon's
+    # actuation coordinate is y = −l = −L − d q₁ and ẏ = −d q̇₁
+    q0, qd0 = jnp.array([0.3, 0.1]), jnp.array([0.5, -0.4])
+    with_value = lambda r, q: (control.actuation_coordinates(r, q),) * 2  # noqa: E731
+    jac, y = jax.jit(jax.jacfwd(with_value, 1, has_aux=True))(robot, q0)
+    y0 = -LENGTH - OFFSET * 0.1
+    np.testing.assert_allclose(y, [0.3, y0], rtol=1e-14)
+    np.testing.assert_allclose(jac.T, np.diag([1.0, -OFFSET]), atol=1e-15)
+    kp, kd = 100.0, 14.0
+    law = pfbl(robot, kp, kd, (y0 + 0.002, y0 - 0.004))
+    q, qd = closed_loop(robot, 0, (law, computed_torque(), compensated_pd(robot)), q0, qd0, DT)
+    r, rd, _ = jax.vmap(law.reference)(jnp.asarray(TIMES))
+    e = np.asarray(r[:, 0] + LENGTH + OFFSET * q[:, 1])
+    ed = np.asarray(rd[:, 0] + OFFSET * qd[:, 1])
+    exact = linear_error([kp], [kd], [e[0]], [ed[0]], TIMES)[:, 0]
+    np.testing.assert_allclose(e, exact, atol=1e-9 * abs(e[0]))
+    assert abs(e[-1]) < 0.02 * abs(e[0])  # it decayed
+    assert abs(float(q[-1, 0] - q0[0])) > 1e-2  # and the passive joint moved
+
+
+def test_computed_torque_error_obeys_the_linear_ode(robot):
+    q0, qd0 = jnp.array([0.1, -0.2]), jnp.array([0.3, 0.0])
+    kp, kd = np.array([100.0, 64.0]), np.array([20.0, 10.0])
+    law = computed_torque(kp, kd, (0.0, 0.0), (0.6, 0.4))
+    q, qd = closed_loop(robot, 1, (pfbl(robot), law, compensated_pd(robot)), q0, qd0, DT)
+    r, rd, _ = jax.vmap(law.reference)(jnp.asarray(TIMES))
+    e, ed = np.asarray(r - q), np.asarray(rd - qd)
+    exact = linear_error(kp, kd, e[0], ed[0], TIMES)
+    np.testing.assert_allclose(e, exact, atol=1e-8 * np.max(np.abs(e[0])))
+    assert np.all(np.abs(e[-1]) < 0.05 * np.abs(e[0]))
+
+
+# ≈ M(q_f) at q_f = (0.5, 0.8): badly conditioned (the joint and the bending both turn the tip)
+M_F = np.array([[3.26e-3, -1.22e-3], [-1.22e-3, 4.82e-4]])
+
+
+def test_compensated_pd_reaches_the_target_with_zero_error(robot):
+    # mass-scaled gains K = k M(q_f): near q_f, ë + 40 ė + 400 e ≈ 0 plus the passive damping
+    q_f = jnp.array([0.5, 0.8])
+    law = compensated_pd(robot, 400.0 * M_F, 40.0 * M_F, q_f)
+    laws = (pfbl(robot), computed_torque(), law)
+    zero = jnp.zeros(2)
+    q, qd = closed_loop(robot, 2, laws, zero, zero, 0.01)  # 4 s
+    err, speed = float(jnp.max(jnp.abs(q[-1] - q_f))), float(jnp.max(jnp.abs(qd[-1])))
+    assert err < 1e-8 and speed < 1e-8
+    # at rest at q_f the law is the static holding input (A u = g + s(q_f, 0)): q̈ = 0, the
+    # robot stays there
+    q, qd = closed_loop(robot, 2, laws, q_f, zero, 0.01)
+    drift = float(jnp.max(jnp.abs(q - q_f)))
+    assert drift < 1e-12
+
+
+def fake_terms(n, m, seed=0, actuation=None):
+    """`DynamicsTerms` of a made-up state: SPD `M`, a bias and `A` `(n, m)`."""
+    rng = np.random.default_rng(seed)
+    b = rng.standard_normal((n, n))
+    a = rng.standard_normal((n, m)) if actuation is None else actuation
+    return DynamicsTerms(
+        jnp.asarray(b @ b.T + n * np.eye(n)),
+        jnp.asarray(rng.standard_normal(n)),
+        jnp.asarray(a),
+        jnp.zeros((1, 3, 3)),
+        jnp.zeros((1, 3)),
+    )
+
+
+def test_cubic_rest_to_rest_is_exact_at_the_ends():
+    start, end = np.array([0.2, -1.0]), np.array([1.0, 0.5])
+    ref = control.CubicRestToRest(start, end, 1.0, 3.0)
+    delta = end - start
+    for t, pos, acc in ((1.0, start, 1.5 * delta), (3.0, end, -1.5 * delta)):  # ±6Δ/T²
+        r, rd, rdd = ref(t)
+        np.testing.assert_allclose(r, pos, atol=1e-15)
+        np.testing.assert_allclose(rd, 0.0, atol=1e-15)
+        np.testing.assert_allclose(rdd, acc, rtol=1e-14)
+    np.testing.assert_allclose(ref(2.0)[0], (start + end) / 2, rtol=1e-15)
+    for t in (0.0, 4.0):  # held outside, at rest
+        r, rd, rdd = ref(t)
+        np.testing.assert_allclose(r, start if t < 1 else end)
+        assert not np.any(rd) and not np.any(rdd)
+    ts = jnp.linspace(1.1, 2.9, 5)
+    r, rd, rdd = jax.jit(jax.vmap(ref))(ts)
+    np.testing.assert_allclose(jax.vmap(jax.jacfwd(lambda t: ref(t)[0]))(ts), rd, rtol=1e-12)
+    np.testing.assert_allclose(jax.vmap(jax.jacfwd(lambda t: ref(t)[1]))(ts), rdd, rtol=1e-12)
+
+
+def test_spline_interpolates_and_is_twice_differentiable_under_jit_and_vmap():
+    rng = np.random.default_rng(1)
+    times = np.array([0.0, 0.4, 1.0, 1.3, 2.0])
+    samples = rng.standard_normal((5, 3))
+    spline = control.Spline(times, samples)
+    knots = times[1:-1]
+    ts = np.linspace(0.05, 1.95, 7)
+    # one jit(vmap) evaluation: the samples, both sides of the inner knots, inner points
+    points = np.concatenate([times, knots - 1e-9, knots + 1e-9, ts])
+    r, rd, rdd = jax.jit(jax.vmap(spline))(jnp.asarray(points))
+    np.testing.assert_allclose(r[:5], samples, atol=1e-14)
+    np.testing.assert_allclose(rd[np.array([0, 4])], 0.0, atol=1e-14)  # clamped: at rest
+    for value in (r, rd, rdd):  # r, ṙ, r̈ continuous across the inner knots
+        np.testing.assert_allclose(value[5:8], value[8:11], atol=1e-7)
+    oracle = CubicSpline(times, samples, bc_type="clamped")
+    for k, value in enumerate((r, rd, rdd)):
+        np.testing.assert_allclose(value[11:], oracle(ts, k), rtol=1e-12, atol=1e-12)
+    rdd = rdd[11:]
+    np.testing.assert_allclose(jax.vmap(jax.jacfwd(lambda t: spline(t)[1]))(ts), rdd, rtol=1e-12)
+
+
+def test_feedforward_pd_and_phases_switch_at_the_given_times():
+    tm = fake_terms(3, 2)
+    q, qd = jnp.array([0.1, 0.2, 0.3]), jnp.array([-1.0, 0.0, 1.0])
+    pd = control.PD([2.0, 3.0], 0.5, [1.0, 1.0], coordinates=[2, 0], inputs=[1, 0])
+    # u_i = K_P (q_d − q_c) + K_D (0 − q̇_c): c = (2, 0) drive inputs (1, 0)
+    expected = np.array([3.0 * 0.9 + 0.5 * 1.0, 2.0 * 0.7 - 0.5 * 1.0])
+    np.testing.assert_allclose(pd(0.0, q, qd, tm), expected, rtol=1e-15)
+    ff = control.Feedforward(control.CubicRestToRest([0.0, 0.0], [2.0, 4.0], 0.0, 1.0))
+    sequence = control.Phases(
+        [1.0, 2.0], [ff, pd, control.Feedforward(lambda t: jnp.stack([t, -t]), size=2)]
+    )
+    run = jax.jit(lambda t: sequence(t, q, qd, tm))
+    np.testing.assert_allclose(run(0.5), [1.0, 2.0])
+    for t in (1.0, 1.5):  # [1, 2): the PD
+        np.testing.assert_allclose(run(t), expected, rtol=1e-15)
+    np.testing.assert_allclose(run(2.0), [2.0, -2.0])
+    np.testing.assert_allclose(run(0.999), ff(0.999, q, qd, tm))
+
+
+def test_pfbl_imposes_the_output_acceleration(robot):
+    # a nonlinear output y = (q₀, sin q₀ + q₁²) with A = (∂y/∂q)ᵀ, the second input driven:
+    # the resulting q̈ gives ÿ = J q̈ + J̇ q̇ = v
+    def output(robot, q):
+        return jnp.stack([q[0], jnp.sin(q[0]) + q[1] ** 2])
+
+    q, qd = jnp.array([0.4, 0.7]), jnp.array([-0.3, 1.1])
+    a = np.array([[1.0, np.cos(0.4)], [0.0, 1.4]])
+    tm = fake_terms(2, 2, seed=3, actuation=a)
+    law = control.CollocatedPFBL(robot, 9.0, 4.0, [0.5], output=output, inputs=[1])
+    u = law(0.0, q, qd, tm)
+    assert u[0] == 0.0
+    qdd = np.linalg.solve(tm.mass_matrix, a @ np.asarray(u) - tm.bias)
+    y, yd = float(output(None, q)[1]), float(a[:, 1] @ qd)
+    ydd = a[:, 1] @ qdd + (-np.sin(0.4) * 0.3**2 + 2 * 1.1**2)  # J q̈ + J̇ q̇
+    np.testing.assert_allclose(ydd, 9.0 * (0.5 - y) - 4.0 * yd, rtol=1e-12)
+
+
+def test_gains_are_traced_no_recompilation_and_vmap():
+    tm = fake_terms(2, 2, seed=4)
+    q, qd = jnp.array([0.1, 0.2]), jnp.array([0.3, -0.4])
+    traces = []
+
+    @jax.jit
+    def law(ctrl):
+        traces.append(1)
+        return ctrl(0.5, q, qd, tm)
+
+    ref = control.CubicRestToRest([0.0, 0.0], [1.0, 1.0], 0.0, 1.0)
+    laws = [control.ComputedTorque(kp, 2.0, ref) for kp in (1.0, 5.0, 25.0)]
+    outputs = [law(c) for c in laws]
+    batch = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *laws)
+    batched = jax.jit(jax.vmap(law))(batch)
+    assert len(traces) == 1  # new gains and the vmapped batch reuse the one trace
+    np.testing.assert_allclose(batched, np.stack(outputs), rtol=1e-14)
+    assert not np.allclose(outputs[0], outputs[1])
+
+
+def test_bad_input_raises_errors_naming_the_argument(robot):
+    ref2 = [0.0, 0.0]
+    with pytest.raises(ValueError, match="ComputedTorque: kp"):
+        control.ComputedTorque(np.ones(3), 1.0, ref2)
+    with pytest.raises(ValueError, match="PD: kd"):
+        control.PD(1.0, np.ones((2, 3)), ref2)
+    with pytest.raises(ValueError, match="CompensatedPD: .* 2 x 1, not square"):
+        control.CompensatedPD(robot, 1.0, 1.0, ref2, inputs=[1])
+    with pytest.raises(ValueError, match="CollocatedPFBL: reference has size 2, expected 1"):
+        control.CollocatedPFBL(robot, 1.0, 1.0, ref2, inputs=[1])
+    with pytest.raises(ValueError, match="PD: coordinates"):
+        control.PD(1.0, 1.0, ref2, coordinates=[0])
+    with pytest.raises(ValueError, match="Phases: 1 switching times need 2"):
+        control.Phases([1.0], [control.Feedforward(ref2)])
+    with pytest.raises(ValueError, match="Spline: samples"):
+        control.Spline([0.0, 1.0], np.zeros((3, 2)))
+    q = jnp.zeros(3)
+    with pytest.raises(ValueError, match="ComputedTorque: needs a fully actuated robot"):
+        control.ComputedTorque(1.0, 1.0, np.zeros(3))(0.0, q, q, fake_terms(3, 2))
+    with pytest.raises(ValueError, match="ComputedTorque: reference has size 2, n_q = 3"):
+        control.ComputedTorque(1.0, 1.0, ref2)(0.0, q, q, fake_terms(3, 3))
+    # a rank-deficient A: caught at run time (eagerly and under jit), not a NaN
+    singular = fake_terms(3, 3, actuation=np.diag([1.0, 1.0, 0.0]))
+    law = control.ComputedTorque(1.0, 1.0, np.zeros(3))
+    with pytest.raises(ValueError, match="ComputedTorque: the actuation matrix A is singular"):
+        raise_runtime_errors(lambda: jax.jit(law)(0.0, q, q, singular))
+
+
+def test_computed_torque_through_simulate():
+    # a rigid pendulum without actuators (u = ν); the controller is a traced pytree argument
+    bob = sr.RigidBody(1.0, (0.0, 0.0, 0.25), 0.01 * np.eye(3))
+    pendulum = sr.Robot([sr.Link(joints.Revolute((0.0, 1.0, 0.0)), bob)])
+    kp, kd = np.array([49.0]), np.array([14.0])
+    ref = control.CubicRestToRest([0.0], [1.0], 0.0, 1.0)
+    law = control.ComputedTorque(kp, kd, ref)
+    traj = sr.simulate(pendulum, np.array([0.2]), np.array([-0.5]), 1.0, 5e-3, law)
+    r, rd, _ = jax.vmap(ref)(traj.t)
+    e, ed = np.asarray(r - traj.q), np.asarray(rd - traj.qd)
+    exact = linear_error(kp, kd, e[0], ed[0], np.asarray(traj.t))
+    np.testing.assert_allclose(e, exact, atol=1e-7 * abs(e[0, 0]))

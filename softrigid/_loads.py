@@ -138,5 +138,6 @@ def external_loads(
         f_local, m_local, body_force = load.local(robot, q, rot_i)
         force = force.at[load.link].add(f_local)
         moment = moment.at[load.link].add(m_local)
-        gen = gen.at[robot.body_slice(load.link)].add(body_force)
+        if body_force.size:  # a rigid body has no coordinates: no zero-size update
+            gen = gen.at[robot.body_slice(load.link)].add(body_force)
     return rec.ExternalLoads(force, moment, gen)

@@ -9,6 +9,7 @@ everything a state needs once for forward dynamics, statics, integrators and con
 
 from . import (
     actuators,
+    constraints,
     control,
     integrators,
     io,
@@ -22,6 +23,7 @@ from . import (
 )
 from ._body import Body
 from ._chain import forward_kinematics, material_points, world_points
+from ._constraints import ConstrainedAccelerations, constrained_forward_dynamics
 from ._derivatives import InverseDynamicsDerivatives, inverse_dynamics_derivatives
 from ._dynamics import (
     DynamicsTerms,
@@ -58,6 +60,7 @@ from .statics import InverseStaticSolution, StaticSolution, equilibrium, inverse
 
 __all__ = [
     "Body",
+    "ConstrainedAccelerations",
     "DynamicsTerms",
     "InverseDynamicsDerivatives",
     "InverseStaticSolution",
@@ -73,6 +76,8 @@ __all__ = [
     "actuation_force",
     "actuation_matrix",
     "actuators",
+    "constrained_forward_dynamics",
+    "constraints",
     "control",
     "dalembert_wrenches",
     "damping_force",

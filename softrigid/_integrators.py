@@ -31,6 +31,7 @@ import numpy as np
 from jax import Array
 from scipy.integrate import solve_ivp
 
+from ._constraints import Constraint, check_constraints, constrained_accelerations
 from ._controller import Controller
 from ._derivatives import derivatives
 from ._dynamics import DynamicsTerms, solve_accelerations, terms
@@ -57,12 +58,14 @@ class Dynamics(NamedTuple):
     """The closed-loop dynamics one run integrates (built inside the compiled program).
 
     `law(t, q, q̇, terms) -> u` gives the robot's inputs; `terms` is the stage's
-    `DynamicsTerms` when `needs_terms` (a `Controller`), else `None`."""
+    `DynamicsTerms` when `needs_terms` (a `Controller`), else `None`. `constraints`
+    (`softrigid.constraints`) act through the Udwadia–Kalaba equation in `accel`."""
 
     robot: Robot
     loads: tuple
     law: Callable[[Array, Array, Array, DynamicsTerms | None], Array]
     needs_terms: bool
+    constraints: tuple[Constraint, ...] = ()
 
     def checked(self, u: Any, q: Array) -> Array:
         u = jnp.asarray(u, dtype=q.dtype)
@@ -80,10 +83,13 @@ class Dynamics(NamedTuple):
         return self.checked(self.law(t, q, qd, tm), q)
 
     def accel(self, t: Array, q: Array, qd: Array) -> Array:
-        """`q̈ = M⁻¹ (A u − bias)`, the terms evaluated once and shared with the controller (a
-        singular `M` gives NaN, reported by the driver as a divergence)."""
+        """`q̈ = M⁻¹ (A u − bias)`, or the Udwadia–Kalaba accelerations under `constraints`,
+        the terms evaluated once and shared with the controller (a singular `M` gives NaN,
+        reported by the driver as a divergence)."""
         tm = terms(self.robot, q, qd, self.loads)
         u = self.checked(self.law(t, q, qd, tm), q)
+        if self.constraints:
+            return constrained_accelerations(self.robot, tm, u, self.constraints, t, q, qd).qdd
         return solve_accelerations(self.robot, tm, u, check=False)
 
     def residual(self, t: Array, q: Array, qd: Array, qdd: Array) -> Array:
@@ -97,13 +103,17 @@ class Dynamics(NamedTuple):
         return self._replace(law=lambda t, q, qd, tm: u, needs_terms=False)
 
 
-def make_dynamics(robot: Robot, loads: tuple, controller: Any) -> Dynamics:
+def make_dynamics(
+    robot: Robot, loads: tuple, controller: Any, constraints: tuple[Constraint, ...] = ()
+) -> Dynamics:
     """`Dynamics` for `controller`: `None`, a `Controller` or a callable `u(t, q, q̇)`."""
     if controller is None:
-        return Dynamics(robot, loads, lambda t, q, qd, tm: jnp.zeros(robot.n_u, q.dtype), False)
-    if isinstance(controller, Controller):
-        return Dynamics(robot, loads, lambda t, q, qd, tm: controller(t, q, qd, tm), True)
-    return Dynamics(robot, loads, lambda t, q, qd, tm: controller(t, q, qd), False)
+        dyn = Dynamics(robot, loads, lambda t, q, qd, tm: jnp.zeros(robot.n_u, q.dtype), False)
+    elif isinstance(controller, Controller):
+        dyn = Dynamics(robot, loads, lambda t, q, qd, tm: controller(t, q, qd, tm), True)
+    else:
+        dyn = Dynamics(robot, loads, lambda t, q, qd, tm: controller(t, q, qd), False)
+    return dyn._replace(constraints=constraints)
 
 
 class State(NamedTuple):
@@ -137,22 +147,31 @@ class Integrator(abc.ABC):
 
 @module
 class RK4(Integrator):
-    """Classical 4th-order Runge–Kutta on `y = (q, q̇)`, `ẏ = (q̇, q̈(t, q, q̇))`."""
+    """Classical 4th-order Runge–Kutta on `y = (q, q̇)`, `ẏ = f(t, y) = (q̇, q̈(t, q, q̇))`:
+
+        k_i = f(t + c_i h, y + c_i h k_{i−1}),   c = (0, ½, ½, 1),
+        y₁ = y + h Σ_i b_i k_i,                  b = (1, 2, 2, 1)/6.
+
+    Each stage reads only the previous one, so the four stages are one loop body
+    (`lax.scan`): the dynamics compile once per step instead of four times."""
 
     name: ClassVar[str] = "rk4"
 
     def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array]:
-        def f(tt: Array, x: Array, xd: Array) -> tuple[Array, Array]:
-            return xd, dyn.accel(tt, x, xd)
-
         q, qd = state.q, state.qd
-        k1 = f(t, q, qd)
-        k2 = f(t + h / 2, q + h / 2 * k1[0], qd + h / 2 * k1[1])
-        k3 = f(t + h / 2, q + h / 2 * k2[0], qd + h / 2 * k2[1])
-        k4 = f(t + h, q + h * k3[0], qd + h * k3[1])
-        q1 = q + h / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
-        qd1 = qd + h / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
-        return state._replace(q=q1, qd=qd1), jnp.asarray(True)
+
+        def stage(carry: tuple[Array, ...], cb: Array) -> tuple[tuple[Array, ...], None]:
+            kq, kv, sq, sv = carry
+            c, b = cb[0], cb[1]
+            # k_i = f(t + c_i h, y + c_i h k_{i−1});  Σ b_i k_i
+            x, xd = q + c * h * kq, qd + c * h * kv
+            kq, kv = xd, dyn.accel(t + c * h, x, xd)
+            return (kq, kv, sq + b * kq, sv + b * kv), None
+
+        tableau = jnp.array([[0.0, 1 / 6], [0.5, 1 / 3], [0.5, 1 / 3], [1.0, 1 / 6]], q.dtype)
+        zero = jnp.zeros_like(q)
+        (_, _, sq, sv), _ = jax.lax.scan(stage, (zero, zero, zero, zero), tableau)
+        return state._replace(q=q + h * sq, qd=qd + h * sv), jnp.asarray(True)
 
 
 @module
@@ -349,11 +368,13 @@ def _radau_callbacks(dyn: Dynamics) -> tuple[Callable, Callable]:
 
 
 def vector_field(
-    robot: Robot, controller: Any = None, loads: Any = None
+    robot: Robot, controller: Any = None, loads: Any = None, constraints: Any = None
 ) -> Callable[[Array, tuple[Array, Array]], tuple[Array, Array]]:
     """The first-order vector field of the closed loop, for the user's own ODE solvers:
 
-        f(t, (q, q̇)) = (q̇, M⁻¹ (A(q) u − bias)),   u = controller(t, q, q̇[, terms]).
+        f(t, (q, q̇)) = (q̇, M⁻¹ (A(q) u − bias)),   u = controller(t, q, q̇[, terms]),
+
+    or the Udwadia–Kalaba accelerations under `constraints`.
 
     `y = (q, q̇)` is a tuple (a pytree); `f` is jit-, vmap- and grad-traceable. With diffrax:
 
@@ -365,12 +386,13 @@ def vector_field(
         controller: `None`, a `softrigid._controller.Controller` (called with the stage's
             `DynamicsTerms`) or a callable `u(t, q, q̇)` `(n_u,)`.
         loads: constant external loads.
+        constraints: optional `softrigid.constraints` equality constraints.
     """
     robot = check_robot(robot)
     loads = check_loads(robot, loads)
     if controller is not None and not callable(controller):
         raise TypeError("vector_field: controller must be a Controller, a callable or None")
-    dyn = make_dynamics(robot, loads, controller)
+    dyn = make_dynamics(robot, loads, controller, check_constraints(constraints))
 
     def f(t: Array, y: tuple[Array, Array]) -> tuple[Array, Array]:
         q, qd = y

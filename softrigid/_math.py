@@ -10,6 +10,9 @@ finite and exact at `t = 0` (`bodies.md`):
 
 from __future__ import annotations
 
+import math
+
+import jax
 import jax.numpy as jnp
 from jax import Array
 
@@ -18,6 +21,7 @@ __all__ = [
     "coef_b",
     "coef_c",
     "normalize",
+    "rechart_rotation_vector",
     "rigid_exp",
     "rotation_exp",
     "sinc",
@@ -144,3 +148,34 @@ def contract(a: Array, x: Array) -> Array:
 def normalize(v: Array) -> Array:
     """`v / |v|` (the caller guarantees `v ≠ 0`)."""
     return v / jnp.sqrt(jnp.sum(v * v, axis=-1, keepdims=True))
+
+
+def rechart_rotation_vector(phi: Array, phid: Array, *accelerations: Array) -> tuple[Array, ...]:
+    """Move a rotation vector `φ` with `|φ| > π` to the equivalent one of norm `2π − |φ| < π`
+    (the same rotation, `exp(skew φ') = exp(skew φ)`), and its rates to the new chart:
+
+        φ' = ψ(φ) = φ (1 − 2π/|φ|) = φ − 2π n,   n = φ/|φ|,
+        φ̇' = J φ̇,   J = ∂ψ/∂φ = I − (2π/|φ|)(I − n nᵀ),
+        φ̈' = J φ̈ + (∂J/∂φ · φ̇) φ̇         (each of `accelerations`).
+
+    `(φ, φ̇, φ̈…)` are returned unchanged when `|φ| ≤ π`. The chart map is evaluated at a safe
+    point (`|φ| = 2π`) in the unselected branch, so values and derivatives stay finite at
+    `φ = 0` (double `where`)."""
+    t = jnp.sum(phi * phi)
+    flip = t > math.pi**2
+    safe = jnp.where(flip, phi, jnp.zeros_like(phi).at[0].set(2 * math.pi))
+
+    def chart(x: Array) -> Array:
+        # ψ(φ) = φ (1 − 2π/|φ|)
+        return x * (1 - 2 * math.pi / jnp.sqrt(jnp.sum(x * x)))
+
+    def rate(x: Array) -> Array:
+        return jax.jvp(chart, (x,), (phid,))[1]
+
+    new_phi, new_phid = jax.jvp(chart, (safe,), (phid,))
+    # φ̈' = J φ̈ + (∂J/∂φ · φ̇) φ̇: the tangent of φ̇' = J(φ) φ̇ along φ̇ at fixed φ̇, plus J φ̈
+    curvature = jax.jvp(rate, (safe,), (phid,))[1]
+    new_acc = [jax.jvp(chart, (safe,), (a,))[1] + curvature for a in accelerations]
+    olds = (phi, phid, *accelerations)
+    news = (new_phi, new_phid, *new_acc)
+    return tuple(jnp.where(flip, new, old) for new, old in zip(news, olds))

@@ -6,6 +6,12 @@ runs `scheme.step` over the time grid, holds the inputs between controller sampl
 (`control_period`), records `u`, reports progress, and turns a failed step (a Newton iteration
 that did not converge) or a non-finite state into an error naming its time: a `ValueError` in an
 eager call, a run-time error (`equinox.branched_error_if`) under the user's `jit`/`vmap`.
+
+After every fixed step, joints with a singular chart (the rotation vectors of `Spherical` and
+`Free`) are re-charted (`softrigid._charts`): `|φ| > π` becomes the equivalent `φ (1 − 2π/|φ|)`
+with its rates mapped by the chart change, so a tumbling body never reaches `|φ| = 2π`.
+Equality constraints (`softrigid.constraints`) enter the explicit schemes' accelerations by
+the Udwadia–Kalaba equation.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -22,6 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ._charts import has_charts, rechart
+from ._constraints import Constraint, check_constraints, check_constraints_at
 from ._controller import Controller
 from ._entry import PREFIX, check_robot, check_states
 from ._integrators import (
@@ -32,6 +40,7 @@ from ._integrators import (
     Integrator,
     Radau,
     SemiImplicitEuler,
+    State,
     make_dynamics,
 )
 from ._loads import check_loads
@@ -47,6 +56,8 @@ METHODS = {
     "generalized_alpha": GeneralizedAlpha,
     "radau": Radau,
 }
+
+_DEFAULT_SCHEMES = {name: cls() for name, cls in METHODS.items()}
 
 # A trajectory stores every state: refuse runs whose record would not fit in memory.
 _MAX_RECORD_BYTES = 4 * 2**30
@@ -87,8 +98,19 @@ class _Progress:
         )
 
 
-def _dynamics(robot: Robot, loads: tuple, policy: Any, controller: Any) -> Dynamics:
-    return make_dynamics(robot, loads, policy if policy is not None else controller)
+def _dynamics(
+    robot: Robot, loads: tuple, policy: Any, controller: Any, constraints: tuple
+) -> Dynamics:
+    return make_dynamics(robot, loads, policy if policy is not None else controller, constraints)
+
+
+def _rechart(robot: Robot, state: State, implicit: bool) -> State:
+    """`state` in the joints' charts away from their singularities (`softrigid._charts`); an
+    implicit scheme's accelerations (`q̈`, generalized-α's `a`) change chart with it."""
+    if implicit:
+        return State(*rechart(robot, *state))
+    q, qd = rechart(robot, state.q, state.qd)
+    return state._replace(q=q, qd=qd)
 
 
 def _run(
@@ -98,6 +120,7 @@ def _run(
     dt: Array,
     policy: Controller | None,
     loads: tuple,
+    constraints: tuple[Constraint, ...],
     n_steps: int,
     scheme: Integrator,
     controller: Callable | None,
@@ -105,7 +128,8 @@ def _run(
     check: bool,
     progress: bool,
 ) -> tuple[Trajectory, Array]:
-    dyn = _dynamics(robot, loads, policy, controller)
+    dyn = _dynamics(robot, loads, policy, controller, constraints)
+    charts = has_charts(robot)
     every = max(1, n_steps // _REPORTS)
 
     def body(carry: tuple[Any, Array], k: Array) -> Any:
@@ -125,6 +149,8 @@ def _run(
             )
             stage = dyn.hold(u_held)
         new, ok = scheme.step(stage, t, state, dt)
+        if charts:
+            new = _rechart(robot, new, scheme.implicit)
         return (new, u_held), (new.q, new.qd, ok, u_held)
 
     state0 = scheme.init(dyn, jnp.zeros((), q0.dtype), q0, qd0)
@@ -198,7 +224,8 @@ def _scheme(method: Any) -> Integrator | Radau:
     if isinstance(method, (Integrator, Radau)):
         return method
     if isinstance(method, str) and method in METHODS:
-        return METHODS[method]()
+        # one instance per name: schemes hash by identity, and a new one would recompile
+        return _DEFAULT_SCHEMES[method]
     raise ValueError(
         f"simulate: method must be one of {tuple(METHODS)} or a scheme instance (e.g. "
         f"GeneralizedAlpha(rho_inf=0.5)), got {method!r}"
@@ -228,6 +255,7 @@ def simulate(
     loads: Any = None,
     control_period: float | None = None,
     progress: bool = False,
+    constraints: Constraint | Sequence[Constraint] | None = None,
 ) -> Trajectory:
     """Integrate the forward dynamics from `(q0, qd0)` over `[0, t_final]` on a fixed grid.
 
@@ -252,9 +280,15 @@ def simulate(
             of `dt`) and hold it in between; `None` (default) evaluates `u` at every stage.
         progress: print the simulated time, the wall time and the real-time factor about ten
             times during the run (the wall time excludes compilation).
+        constraints: equality constraints (`softrigid.constraints`: `Holonomic`,
+            `Nonholonomic`, `AccelerationForm`, or a sequence of them), imposed by the
+            Udwadia–Kalaba equation; the explicit methods (`"rk4"`, `"semi_implicit_euler"`)
+            support them.
 
     Returns:
-        a `Trajectory(t, q, qd, u)`.
+        a `Trajectory(t, q, qd, u)`. Rotation vectors of `Spherical` and `Free` joints are
+        re-charted after each fixed step (`|φ| > π` → `φ (1 − 2π/|φ|)`, the same rotation), so
+        `q` jumps there while the pose is continuous; `"radau"` does not re-chart.
 
     Raises:
         ValueError: bad arguments, a run too long to record, a Newton iteration that did not
@@ -286,9 +320,17 @@ def simulate(
             f"{_MAX_RECORD_BYTES / 2**30:.0f} GiB; simulate in shorter pieces or with a larger dt"
         )
     loads = check_loads(robot, loads)
+    constraints = check_constraints(constraints)
+    if constraints and (isinstance(scheme, Radau) or scheme.implicit):
+        raise ValueError(
+            f"simulate: constraints are supported by the explicit methods 'rk4' and "
+            f"'semi_implicit_euler', not by method {scheme.name!r}"
+        )
     policy = controller if isinstance(controller, Controller) else None
     static_law = None if policy is not None else controller
-    eager = is_concrete(q0, qd0, robot, loads, policy)
+    eager = is_concrete(q0, qd0, robot, loads, policy, constraints)
+    if constraints and eager:
+        check_constraints_at("simulate", constraints, jnp.zeros((), q0.dtype), q0, qd0)
     if isinstance(scheme, Radau):
         return _simulate_radau(
             robot, q0, qd0, dt, n_steps, scheme, controller, loads, period, eager
@@ -302,6 +344,7 @@ def simulate(
         jnp.asarray(dt, q0.dtype),
         policy,
         loads,
+        constraints,
         n_steps,
         scheme,
         static_law,

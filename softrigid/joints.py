@@ -36,7 +36,7 @@ import numpy as np
 from jax import Array
 
 from ._checks import as_float, as_placement, as_scalar
-from ._math import rotation_exp
+from ._math import rechart_rotation_vector, rotation_exp
 from ._module import is_concrete, module, static
 
 __all__ = [
@@ -114,6 +114,13 @@ class Joint(abc.ABC):
         """Rayleigh dissipation function of the joint damper (zero without one)."""
         del qd
         return jnp.zeros(())
+
+    def rechart(self, q: Array, qd: Array, *accelerations: Array) -> tuple[Array, ...]:
+        """`(q, q̇, q̈…)` in another chart of the same pose, away from the chart's singularity
+        (`softrigid.simulate` calls it after every step); the identity for joints whose chart
+        has none. Rates map with the chart change `ψ`: `q̇' = ψ'(q) q̇`,
+        `q̈' = ψ'(q) q̈ + ψ''(q)[q̇, q̇]`."""
+        return (q, qd, *accelerations)
 
 
 def _set_origin(joint: Any, origin: Any, name: str) -> None:
@@ -385,8 +392,10 @@ class Spherical(_SpringJoint):
 
     Chart (the rotation part of `Free`): exponential coordinates, smooth everywhere with the
     pose exact for any `φ` (and at `φ = 0`); the map from `φ̇` to the angular velocity,
-    `ω = J_r(φ) φ̇`, is singular at `|φ| = 2π k` (k ≥ 1), so keep `|φ| < 2π` (re-chart by
-    `φ ← φ (1 − 2π/|φ|)` when it approaches `2π`).
+    `ω = J_r(φ) φ̇`, is singular at `|φ| = 2π k` (k ≥ 1). `rechart` moves `|φ| > π` to
+    `φ (1 − 2π/|φ|)` (`softrigid._math.rechart_rotation_vector`); `simulate` does it after
+    every step, so `|φ| ≤ π` up to one step's rotation; a joint with a spring or damper
+    (defined in the chart) is never re-charted.
 
     Args:
         origin: placement of the joint frame in the previous distal frame.
@@ -405,6 +414,12 @@ class Spherical(_SpringJoint):
     def motion(self, q: Array) -> tuple[Array, Array]:
         return rotation_exp(q[0:3]), jnp.zeros(3)
 
+    def rechart(self, q: Array, qd: Array, *accelerations: Array) -> tuple[Array, ...]:
+        # the spring and damper are defined in the chart: a sprung or damped joint keeps it
+        plain = jnp.all(self.stiffness == 0) & jnp.all(self.damping == 0)
+        new = rechart_rotation_vector(q, qd, *accelerations)
+        return tuple(jnp.where(plain, n, o) for n, o in zip(new, (q, qd, *accelerations)))
+
 
 @module
 class Free(Joint):
@@ -412,8 +427,8 @@ class Free(Joint):
     rotation `R = exp(skew(φ))` by the rotation vector `φ` (3).
 
     Chart: the exponential coordinates are smooth everywhere and the pose is exact for any
-    `φ`; the map from `φ̇` to the angular velocity is singular at `|φ| = 2π k` (k ≥ 1), so keep
-    `|φ| < 2π` (re-chart by `φ ← φ (1 − 2π/|φ|)` when it approaches `2π`).
+    `φ`; the map from `φ̇` to the angular velocity is singular at `|φ| = 2π k` (k ≥ 1).
+    `rechart` moves `|φ| > π` to `φ (1 − 2π/|φ|)` (as `Spherical`; `p` is unchanged).
     """
 
     origin_rotation: Array
@@ -426,3 +441,8 @@ class Free(Joint):
 
     def motion(self, q: Array) -> tuple[Array, Array]:
         return rotation_exp(q[3:6]), q[0:3]
+
+    def rechart(self, q: Array, qd: Array, *accelerations: Array) -> tuple[Array, ...]:
+        rates = (q, qd, *accelerations)
+        rotated = rechart_rotation_vector(*(x[3:6] for x in rates))
+        return tuple(jnp.concatenate([x[0:3], r]) for x, r in zip(rates, rotated))

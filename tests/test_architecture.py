@@ -235,13 +235,15 @@ def _cc_strain(X, q):
 LAYERS = [
     {"_module", "_math", "_ad", "_checks", "quadrature", "kinematics", "meshing"},
     {"materials", "_body", "_rigid_body", "_soft_body", "joints", "_actuator", "_controller"},
-    {"_model"},
+    {"_model", "_charts"},
     {"_recursion"},
     {"_loads", "_entry", "_chain", "_energy"},
     {"_dynamics", "lagrangian"},
     {"_derivatives"},
     {
         "actuators",
+        "constraints",
+        "_constraints",
         "control",
         "_simulate",
         "_integrators",

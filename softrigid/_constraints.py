@@ -283,8 +283,10 @@ def _constrained_forward_dynamics(
     loads: Any = None,
     t: Any = 0.0,
 ) -> ConstrainedAccelerations:
-    tm = terms(robot, q, qd, loads)
     t = jnp.asarray(t, q.dtype)
+    # the constraints' shapes first: a bad one is reported before the model is traced
+    jax.eval_shape(lambda: _rows(constraints, t, q, qd, None))
+    tm = terms(robot, q, qd, loads)
     return constrained_accelerations(
         robot, tm, u, constraints, t, q, qd, where="constrained_forward_dynamics"
     )

@@ -1,6 +1,6 @@
 """Controllers and references: closed-loop error dynamics against the linear ODE the laws
-impose, zero steady-state error of the compensated PD, the references' derivatives, phase
-switching, traced gains (no recompilation, vmap) and bad input."""
+impose, zero steady-state error of the compensated PD, the power balance of a closed loop, the
+references' derivatives, phase switching, traced gains (no recompilation, vmap) and bad input."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy.integrate import cumulative_simpson
 from scipy.interpolate import CubicSpline
 from scipy.linalg import expm
 
@@ -161,6 +162,35 @@ def test_compensated_pd_reaches_the_target_with_zero_error(robot):
     q, qd = closed_loop(robot, 2, laws, q_f, zero, 0.01)
     drift = float(jnp.max(jnp.abs(q - q_f)))
     assert drift < 1e-12
+
+
+@jax.jit
+def _energy_and_power(robot, q, qd, u):
+    """`T + V` and `q̇ᵀ A(q) u − 2 R(q, q̇)` along a trajectory `(S + 1,)` each."""
+
+    def one(q, qd, u):
+        energy = sr.kinetic_energy(robot, q, qd) + sr.potential_energy(robot, q)
+        work_rate = qd @ sr.actuation_force(robot, q, u)
+        return energy, work_rate, 2.0 * sr.dissipation(robot, q, qd)
+
+    return jax.vmap(one)(q, qd, u)
+
+
+def test_power_balance_along_a_closed_loop(robot):
+    # computed torque through the joint motor and the tendon (A = diag(1, −d)), Kelvin–Voigt
+    # damping in the segment: d(T + V)/dt = q̇ᵀ A u − 2R, integrated along the simulated
+    # trajectory (RK4, 2 ms; Simpson's rule on the recorded inputs) against the change of T + V
+    law = computed_torque((100.0, 64.0), (20.0, 10.0), (0.1, -0.2), (0.6, 0.4))
+    traj = sr.simulate(robot, jnp.array([0.1, -0.2]), jnp.array([0.3, 0.0]), 0.8, DT, law)
+    energy, work_rate, dissipated = (np.asarray(x) for x in _energy_and_power(robot, *traj[1:]))
+    t = np.asarray(traj.t)
+    work = cumulative_simpson(work_rate, x=t, initial=0.0)
+    loss = cumulative_simpson(dissipated, x=t, initial=0.0)
+    balance = energy - energy[0] - (work - loss)
+    scale = np.trapezoid(np.abs(work_rate) + dissipated, t)  # energy that flowed
+    assert np.max(np.abs(balance)) < 1e-8 * scale, np.max(np.abs(balance)) / scale
+    # both flows matter: leaving out either term would break the balance by far more
+    assert loss[-1] > 1e-3 * scale and np.max(np.abs(work)) > 0.1 * scale
 
 
 def fake_terms(n, m, seed=0, actuation=None):

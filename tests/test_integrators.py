@@ -1,5 +1,11 @@
-"""The integration schemes: convergence orders, stiffness, energy, gradients, batching, the
-controller interface, the public vector field and the errors (tiny robots, short horizons)."""
+"""The integration schemes: convergence orders (rigid double pendulum, soft arm), stiffness,
+energy conservation and monotone decay, gradients, batching, the controller interface, the public
+vector field and the errors (tiny robots, short horizons).
+
+A compiled run is keyed by the robot's structure, the step count and the scheme instance (a static
+argument, hashed by identity): the tests share one instance per scheme and equal step counts, and
+compare runs of different steps `h` at a time they both reach, so each scheme compiles once per
+robot structure."""
 
 import jax
 import jax.numpy as jnp
@@ -10,28 +16,38 @@ from scipy.integrate import solve_ivp
 import softrigid as sr
 from softrigid import joints
 from softrigid._controller import Controller
-from softrigid._integrators import GeneralizedAlpha, ImplicitEuler, Radau, vector_field
+from softrigid._integrators import RK4, GeneralizedAlpha, ImplicitEuler, Radau, vector_field
 from softrigid._module import module
 
 Q0 = jnp.array([1.0, 0.5])
 Z = jnp.zeros(2)
 
+TRAPEZOIDAL = GeneralizedAlpha(rho_inf=1.0)  # energy-conserving for linear systems
+ALPHA = GeneralizedAlpha(rho_inf=0.5)
+BACKWARD = ImplicitEuler()
+CLASSICAL = RK4()
 
-@pytest.fixture(scope="module")
-def double():
-    # two 1 kg links, centres 0.5 m below their joints, revolute about y, gravity −z
+# The double pendulum's long runs: `LONG_STEPS` steps of `H` (10 s) and of `2 H` (20 s).
+H, LONG_STEPS = 0.004, 2500
+# The soft arm's runs: `SHORT_STEPS` steps of 10 and 5 ms, compared at `T_COMMON`.
+SHORT_STEPS, T_COMMON = 20, 0.1
+
+
+def _double_pendulum(damping=0.0):
+    # two 1 kg links, centres 0.5 m below their joints, revolute about y (optional joint
+    # dampers), gravity −z
     def link():
         return sr.Link(
-            joints.Revolute((0, 1, 0)), sr.RigidBody(1.0, (0, 0, -0.5), 1e-3 * jnp.eye(3))
+            joints.Revolute((0, 1, 0), damping=damping),
+            sr.RigidBody(1.0, (0, 0, -0.5), 1e-3 * jnp.eye(3)),
         )
 
     return sr.Robot([link(), link()], gravity=(0, 0, -9.81))
 
 
-@pytest.fixture(scope="module")
-def stiff():
-    # a damped stiff soft segment (E = 100 MPa, η = 0.05 s) behind a revolute joint
-    rod = sr.materials.CosseratRod(1e8, 4e7, eta=0.05)
+def _soft_arm(young, eta):
+    # a revolute joint carrying a damped planar constant-curvature segment (rod law)
+    rod = sr.materials.CosseratRod(young, 0.4 * young, eta=eta)
     body = sr.SoftBody(
         sr.kinematics.PlanarConstantCurvature(0.2),
         sr.quadrature.cylinder(0.02, 0.2, 2, 1, 3),
@@ -39,6 +55,17 @@ def stiff():
         material=rod,
     )
     return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), body)], gravity=(0, 0, -9.81))
+
+
+@pytest.fixture(scope="module")
+def double():
+    return _double_pendulum()
+
+
+@pytest.fixture(scope="module")
+def stiff():
+    # a damped stiff soft segment (E = 100 MPa, η = 0.05 s) behind a revolute joint
+    return _soft_arm(1e8, 0.05)
 
 
 @module
@@ -63,30 +90,88 @@ def _reference(robot, q0, qd0, t_final):
     return solve_ivp(rhs, (0, t_final), y0, method="DOP853", rtol=1e-12, atol=1e-12).y[:, -1]
 
 
-def _energy(robot, traj):
-    e = jax.vmap(lambda q, qd: sr.kinetic_energy(robot, q, qd) + sr.potential_energy(robot, q))
-    return np.asarray(e(traj.q, traj.qd))
+@jax.jit
+def _energies(robot, q, qd):
+    """`T + V` along a trajectory `(S + 1,)` (the robot traced: one program per structure)."""
+    return jax.vmap(lambda q, qd: sr.kinetic_energy(robot, q, qd) + sr.potential_energy(robot, q))(
+        q, qd
+    )
 
 
-def test_orders_and_energy(double):
-    # generalized-α (ρ∞ = 1: trapezoidal) is 2nd order and conserves T + V; backward Euler is
-    # 1st order and dissipates
-    ref = _reference(double, Q0, Z, 0.2)
-    errors = {}
-    for name, scheme in (("ga", GeneralizedAlpha(rho_inf=1.0)), ("ie", ImplicitEuler())):
-        errs = []
-        for dt in (0.02, 0.01):
-            traj = sr.simulate(double, Q0, Z, 0.2, dt, method=scheme)
-            errs.append(np.max(np.abs(np.concatenate([traj.q[-1], traj.qd[-1]]) - ref)))
-            energy = _energy(double, traj)
-            drift = np.max(np.abs(energy - energy[0])) / abs(energy[0])
-            if name == "ga" and dt == 0.01:
-                assert drift < 1e-4, drift
-            elif name == "ie":
-                assert energy[-1] < energy[0] - 1e-3 * abs(energy[0])
-        errors[name] = errs[0] / errs[1]
-    assert 3.6 < errors["ga"] < 4.4, errors
-    assert 1.7 < errors["ie"] < 2.3, errors
+def _state(traj, k):
+    return np.concatenate([traj.q[k], traj.qd[k]])
+
+
+@pytest.fixture(scope="module")
+def pendulum_runs(double):
+    """`LONG_STEPS` steps of `H` and `2 H` with the trapezoidal rule and backward Euler, and of
+    `H` with the trapezoidal rule on the same pendulum with joint dampers (0.05 N m s/rad)."""
+    runs = {
+        (name, h): sr.simulate(double, Q0, Z, LONG_STEPS * h, h, method=scheme)
+        for name, scheme in (("ga", TRAPEZOIDAL), ("ie", BACKWARD))
+        for h in (2 * H, H)
+    }
+    runs["damped"] = sr.simulate(
+        _double_pendulum(0.05), Q0, Z, LONG_STEPS * H, H, method=TRAPEZOIDAL
+    )
+    return runs
+
+
+def test_orders_on_the_double_pendulum(double, pendulum_runs):
+    # at t = 0.2 s: generalized-α 2nd order, backward Euler 1st order (and dissipative)
+    t = 0.2
+    ref = _reference(double, Q0, Z, t)
+    ratios = {}
+    for name in ("ga", "ie"):
+        coarse, fine = (pendulum_runs[name, h] for h in (2 * H, H))
+        errors = [
+            np.max(np.abs(_state(r, round(t / h)) - ref)) for r, h in ((coarse, 2 * H), (fine, H))
+        ]
+        ratios[name] = errors[0] / errors[1]
+    assert 3.8 < ratios["ga"] < 4.2, ratios
+    assert 1.8 < ratios["ie"] < 2.2, ratios
+    energy = np.asarray(_energies(double, pendulum_runs["ie", H].q, pendulum_runs["ie", H].qd))
+    assert energy[-1] < energy[0] - 1e-2 * abs(energy[0])
+
+
+def test_trapezoidal_rule_conserves_energy_over_10_s(double, pendulum_runs):
+    # ρ∞ = 1 on the conservative (chaotic) double pendulum: |T + V − E₀| ≤ 1e-4 |E₀| for 10 s
+    traj = pendulum_runs["ga", H]
+    assert float(traj.t[-1]) == pytest.approx(10.0)
+    energy = np.asarray(_energies(double, traj.q, traj.qd))
+    drift = np.max(np.abs(energy - energy[0])) / abs(energy[0])
+    assert drift < 1e-4, drift
+    assert np.ptp(np.asarray(traj.q[:, 1])) > 2.0  # it moved: the second link swings widely
+
+
+def test_energy_decays_monotonically_with_damping(double, pendulum_runs):
+    # joint dampers: T + V strictly decreases at every step of the same scheme, to well below
+    # the conservative run's energy
+    traj = pendulum_runs["damped"]
+    energy = np.asarray(_energies(double, traj.q, traj.qd))
+    assert np.all(np.diff(energy) < 0.0), np.max(np.diff(energy))
+    assert energy[-1] < energy[0] - 0.5 * abs(energy[0])
+
+
+def test_orders_on_a_soft_arm():
+    # a joint and an elastic, damped segment (E = 1 MPa, η = 0.02 s) falling over from rest,
+    # straight, 0.3 rad from upright: generalized-α (ρ∞ = 0.5) 2nd order, backward Euler 1st
+    # order, against RK4 at 0.5 ms; each scheme's runs share one program (`SHORT_STEPS` steps,
+    # the `stiff` structure, as in `test_stiff_segment`)
+    arm = _soft_arm(1e6, 0.02)
+    q0, qd0 = jnp.array([0.3, 0.0]), jnp.zeros(2)
+    q, qd = q0, qd0
+    for _ in range(10):  # RK4 reference: 10 runs of 20 steps of 0.5 ms, each from the last state
+        ref = sr.simulate(arm, q, qd, T_COMMON / 10, T_COMMON / 200, method=CLASSICAL)
+        q, qd = ref.q[-1], ref.qd[-1]
+    ref = np.concatenate([q, qd])
+    for scheme, order, rtol in ((ALPHA, 4.0, 0.1), (BACKWARD, 2.0, 0.15)):
+        errors = []
+        for h in (0.01, 0.005):
+            traj = sr.simulate(arm, q0, qd0, SHORT_STEPS * h, h, method=scheme)
+            errors.append(np.max(np.abs(_state(traj, round(T_COMMON / h)) - ref)))
+        assert errors[0] / errors[1] == pytest.approx(order, rel=rtol), (scheme.name, errors)
+    assert abs(float(q[1])) > 5e-3  # the swing bent the segment
 
 
 def test_stiff_segment(stiff):
@@ -94,11 +179,11 @@ def test_stiff_segment(stiff):
     assert stiff.n_q == 2
     ref = sr.simulate(stiff, q0, qd0, 0.2, 0.01, method=Radau(rtol=1e-10, atol=1e-12))
     scale = np.max(np.abs(ref.q))
-    for scheme, tol in ((GeneralizedAlpha(rho_inf=0.5), 2e-3), (ImplicitEuler(), 0.1)):
-        traj = sr.simulate(stiff, q0, qd0, 0.2, 0.01, method=scheme)
+    for scheme, tol in ((ALPHA, 2e-3), (BACKWARD, 0.1)):
+        traj = sr.simulate(stiff, q0, qd0, SHORT_STEPS * 0.01, 0.01, method=scheme)
         assert np.max(np.abs(traj.q - ref.q)) / scale < tol
     with pytest.raises(ValueError, match="became non-finite"):
-        sr.simulate(stiff, q0, qd0, 0.2, 0.01, method="rk4")
+        sr.simulate(stiff, q0, qd0, SHORT_STEPS * 0.01, 0.01, method=CLASSICAL)
     with pytest.raises(ValueError, match=r"did not converge in the step from t = 0 s"):
         sr.simulate(stiff, q0, qd0, 0.02, 0.01, method=ImplicitEuler(max_iter=1))
     with pytest.raises(TypeError, match="'radau' .* not jittable"):

@@ -70,6 +70,10 @@ def _shape(where: str, value: Any, shapes: str, ok: Callable[[tuple[int, ...]], 
     return arr
 
 
+def _is_vector(shape: tuple[int, ...]) -> bool:
+    return len(shape) == 1
+
+
 class Constraint(abc.ABC):
     """Equality constraints in acceleration form, `a(t, q, q̇) q̈ = b(t, q, q̇)`, `m` rows."""
 
@@ -183,12 +187,8 @@ class AccelerationForm(Constraint):
         n = q.shape[0]
         a = _shape("AccelerationForm: a", out[0], f"(m, {n})", lambda s: len(s) == 2 and s[1] == n)
         m = a.shape[0]
-        b = _shape("AccelerationForm: b", out[1], f"({m},) (one per row of a)", (m,).__eq__)
+        b = _shape("AccelerationForm: b", out[1], f"({m},) (one per row of a)", lambda s: s == (m,))
         return a, b
-
-
-def _is_vector(shape: tuple[int, ...]) -> bool:
-    return len(shape) == 1
 
 
 def check_constraints(constraints: Any) -> tuple[Constraint, ...]:

@@ -288,7 +288,9 @@ def simulate(
     Returns:
         a `Trajectory(t, q, qd, u)`. Rotation vectors of `Spherical` and `Free` joints are
         re-charted after each fixed step (`|φ| > π` → `φ (1 − 2π/|φ|)`, the same rotation), so
-        `q` jumps there while the pose is continuous; `"radau"` does not re-chart.
+        `q` jumps there while the pose is continuous (the run is piecewise smooth in its
+        inputs: `jax.grad` is exact except where the step of a re-chart changes); `"radau"`
+        does not re-chart.
 
     Raises:
         ValueError: bad arguments, a run too long to record, a Newton iteration that did not

@@ -1,0 +1,313 @@
+"""Simulation speed (issue 12): real-time factor after compile and first-call time per robot and
+integration method, and the cost of closing the loop.
+
+Per configuration (robot, method, step `dt`, horizon `t_final`): the first `simulate` call
+(trace + compile + run, what a user waits for once per process), the steady-state wall time of a
+whole `simulate` call (min and median over `--repeats` calls, `jax.block_until_ready`), the
+real-time factor `t_final / min`, and the accuracy: the largest deviation of `q` from a
+tight-tolerance Radau reference on the common grid. Robots:
+
+- `swinging_arm`: the README's main example (`examples/swinging_arm.py`, 4 coordinates, 1 s),
+  with RK4, implicit Euler and generalized-α, each at several steps (`--arm-steps` overrides
+  them): the fastest run whose error stays below `--tol` is the method's best (`simulate.best`);
+- `cosserat10`: ten planar PCS Cosserat segments (bend, shear, axial; 30 coordinates) hanging
+  from a horizontal clamp, RK4 at the step its stiff axial modes allow against generalized-α at
+  5 ms;
+- `helicoid`: the seed's 3-segment helicoid robot (`kinematics.lvp.helicoid_segment(0.1)` on
+  `meshes/helicoid.vtu`, density 960, `IncompressibleNeoHookean(C=0.178e6, eta=0.05)`, 24
+  coordinates) on the compressed rule `quadrature.compress(from_mesh(..., degree=4), 6)`, with
+  generalized-α at `--helicoid-dt` (≥ 5 ms) over `--t-final` (target: 6 s in ≤ 60 s wall);
+- `closed_loop`: one run of the swinging arm with `control.ComputedTorque` against the same run
+  without a controller, same method and step (ratio of per-step cost; target ≤ 1.2×).
+
+A scheme instance is created once per configuration and reused: `simulate` keys its compiled
+program on the instance. Time on one core (`taskset -c 1`); the machine may be shared, so the
+minimum over repeats is the figure and the median shows the spread. When `soromox` is
+importable its planar PCS rollout would be the same-run reference; otherwise a line says it
+was skipped. One JSON object per line.
+
+Run: taskset -c 1 python benchmarks/simulate.py [--t-final 0.05] [--only swinging_arm ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import softrigid as sr  # noqa: E402
+from softrigid import control, joints, kinematics, materials, quadrature  # noqa: E402
+from softrigid.integrators import RK4, GeneralizedAlpha, ImplicitEuler, Radau  # noqa: E402
+from softrigid.kinematics import lvp  # noqa: E402
+
+try:
+    from _timing import emit, machine
+except ImportError:  # run as a module
+    from benchmarks._timing import emit, machine
+
+ROOT = Path(__file__).resolve().parents[1]
+# the base joint frame turned so that the arm's z axis points along world +x (horizontal)
+HORIZONTAL = (jnp.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]), jnp.zeros(3))
+
+
+def swinging_arm() -> tuple[sr.Robot, jax.Array]:
+    """The README's main example robot and its initial configuration."""
+    spec = importlib.util.spec_from_file_location("swinging_arm", ROOT / "examples/swinging_arm.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example.build_robot(), jnp.array([0.0, 0.3, -0.2, 0.1])
+
+
+def cosserat_arm(n_segments: int = 10) -> tuple[sr.Robot, jax.Array]:
+    """`n_segments` planar PCS segments (length 0.05 m, radius 1 cm, silicone: density 1070,
+    E = 1 MPa, G = E/3, damping time 0.01 s) clamped horizontally, slightly bent."""
+    segment = sr.SoftBody(
+        kinematics.PlanarPCS(0.05, strains=("bend", "shear", "axial")),
+        quadrature.cylinder(0.01, 0.05, n_axial=2, n_radial=1, n_angular=3),
+        density=1070.0,
+        material=materials.CosseratRod(E=1e6, G=1e6 / 3, eta=0.01),
+    )
+    links = [sr.Link(joints.Fixed(origin=HORIZONTAL), segment)]
+    links += [sr.Link(joints.Fixed(), segment) for _ in range(n_segments - 1)]
+    robot = sr.Robot(links, gravity=(0.0, 0.0, -9.81))
+    return robot, jnp.tile(jnp.array([1.0, 0.0, 0.0]), n_segments)
+
+
+def helicoid_robot(degree: int) -> tuple[sr.Robot, jax.Array, dict[str, Any]]:
+    """Three helicoid segments on the compressed mesh rule, clamped horizontally."""
+    start = time.perf_counter()
+    fine = quadrature.from_mesh(ROOT / "meshes/helicoid.vtu", degree=4)
+    rule, info = quadrature.compress(fine, degree, return_info=True)
+    segment = sr.SoftBody(
+        lvp.helicoid_segment(0.1),
+        rule,
+        density=960.0,
+        material=materials.IncompressibleNeoHookean(C=0.178e6, eta=0.05),
+    )
+    links = [sr.Link(joints.Fixed(origin=HORIZONTAL), segment)]
+    links += [sr.Link(joints.Fixed(), segment) for _ in range(2)]
+    robot = sr.Robot(links, gravity=(0.0, 0.0, -9.81))
+    build = {
+        "nodes_full": fine.n_points,
+        "nodes": info.n_nodes,
+        "moment_residual": float(info.residual),
+        "build_s": time.perf_counter() - start,
+    }
+    return robot, jnp.zeros(robot.n_q), build
+
+
+def timed_runs(run: Callable[[], sr.Trajectory], repeats: int) -> dict[str, Any]:
+    """First call (trace + compile + run) and the steady-state wall time of `repeats` calls."""
+    start = time.perf_counter()
+    traj = jax.block_until_ready(run())
+    first = time.perf_counter() - start
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(run())
+        samples.append(time.perf_counter() - start)
+    return {
+        "traj": traj,
+        "first_call_s": first,
+        "min_s": min(samples),
+        "median_s": statistics.median(samples),
+        "max_s": max(samples),
+        "repeats": repeats,
+    }
+
+
+def reference(robot: sr.Robot, q0: jax.Array, t_final: float, dt: float) -> np.ndarray:
+    """`q` on the grid `dt` by Radau at `rtol = 1e-10` (eager, adaptive)."""
+    qd0 = jnp.zeros(robot.n_q)
+    traj = sr.simulate(robot, q0, qd0, t_final, dt, method=Radau(rtol=1e-10, atol=1e-12))
+    return np.asarray(traj.q)
+
+
+def deviation(traj: sr.Trajectory, ref: np.ndarray, ref_dt: float, dt: float) -> float:
+    """Largest `|q − q_ref|` at the times both grids hold (`dt` a multiple of `ref_dt`)."""
+    stride = round(dt / ref_dt)
+    n = min(len(traj.t), (len(ref) - 1) // stride + 1)
+    return float(np.max(np.abs(np.asarray(traj.q[:n]) - ref[: n * stride : stride])))
+
+
+def measure(
+    name: str,
+    robot: sr.Robot,
+    q0: jax.Array,
+    t_final: float,
+    method: Any,
+    dt: float,
+    repeats: int,
+    ref: tuple[np.ndarray, float] | None = None,
+    controller: Any = None,
+    **extra: Any,
+) -> dict[str, Any] | None:
+    """Time one configuration and emit its line; `None` (with a line) when the run fails."""
+    qd0 = jnp.zeros(robot.n_q)
+    params = {"robot": name, "method": method.name, "dt": dt, "t_final": t_final, **extra}
+    if isinstance(method, GeneralizedAlpha):
+        params["rho_inf"] = method.rho_inf
+
+    def run() -> sr.Trajectory:
+        return sr.simulate(robot, q0, qd0, t_final, dt, controller=controller, method=method)
+
+    try:
+        timing = timed_runs(run, repeats)
+    except ValueError as err:  # a diverged run or a Newton step that did not converge
+        emit("simulate.failed", **params, error=str(err).splitlines()[0][:200])
+        return None
+    traj = timing.pop("traj")
+    if ref is not None:
+        params["max_abs_error_q"] = deviation(traj, *ref, dt)
+    steps = len(traj.t) - 1
+    record = emit(
+        "simulate.run",
+        **params,
+        n_q=robot.n_q,
+        steps=steps,
+        **timing,
+        per_step_us=1e6 * timing["min_s"] / steps,
+        real_time_factor=float(traj.t[-1]) / timing["min_s"],
+        **machine(),
+        affinity=sorted(os.sched_getaffinity(0)),
+    )
+    return record
+
+
+def bench_swinging_arm(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Every method at its candidate steps; the best (fastest within `--tol`) per method."""
+    robot, q0 = swinging_arm()
+    ref_dt = 5e-4
+    ref = reference(robot, q0, args.arm_t_final, ref_dt)
+    candidates = {
+        "rk4": (RK4(), (1e-3, 2e-3, 4e-3, 8e-3)),
+        "implicit_euler": (ImplicitEuler(), (1e-3, 5e-3)),
+        "generalized_alpha": (GeneralizedAlpha(rho_inf=0.5), (5e-3, 1e-2, 2e-2)),
+    }
+    best: dict[str, dict[str, Any]] = {}
+    for label in args.arm_methods:
+        scheme, steps = candidates[label]
+        steps = args.arm_steps or steps
+        for dt in steps:
+            rec = measure(
+                "swinging_arm", robot, q0, args.arm_t_final, scheme, dt, args.repeats, (ref, ref_dt)
+            )
+            ok = rec is not None and rec["max_abs_error_q"] <= args.tol
+            if ok and (label not in best or rec["min_s"] < best[label]["min_s"]):
+                best[label] = rec
+    for label, rec in best.items():
+        emit(
+            "simulate.best",
+            robot="swinging_arm",
+            method=label,
+            tol=args.tol,
+            dt=rec["dt"],
+            real_time_factor=rec["real_time_factor"],
+            first_call_s=rec["first_call_s"],
+            max_abs_error_q=rec["max_abs_error_q"],
+        )
+    return best
+
+
+def bench_closed_loop(args: argparse.Namespace) -> None:
+    """Computed torque (all four coordinates, `A = I`) against no controller: same method, step
+    and horizon; the ratio of the steady-state times is the cost of closing the loop."""
+    robot, q0 = swinging_arm()
+    target = control.CubicRestToRest(q0, jnp.array([0.5, 0.0, 0.0, 0.0]), 0.0, 1.0)
+    law = control.ComputedTorque(25.0, 10.0, target)
+    for scheme, dt in ((RK4(), 4e-3), (GeneralizedAlpha(rho_inf=0.5), 2e-2)):
+        kw = {"t_final": args.arm_t_final, "method": scheme, "dt": dt, "repeats": args.repeats}
+        open_loop = measure("swinging_arm", robot, q0, loop="open", **kw)
+        closed = measure("swinging_arm", robot, q0, controller=law, loop="computed_torque", **kw)
+        if open_loop is not None and closed is not None:
+            emit(
+                "simulate.closed_loop_ratio",
+                method=scheme.name,
+                dt=dt,
+                ratio=closed["min_s"] / open_loop["min_s"],
+                target=1.2,
+            )
+
+
+def bench_cosserat(args: argparse.Namespace) -> None:
+    """RK4 at the steps its stiff modes allow against generalized-α at 5 ms."""
+    robot, q0 = cosserat_arm()
+    t_final = args.t_final
+    ref_dt = 2.5e-4
+    ref = reference(robot, q0, t_final, ref_dt)
+    for dt in (2.5e-4, 5e-4):
+        measure("cosserat10", robot, q0, t_final, RK4(), dt, args.repeats, (ref, ref_dt))
+    alpha = GeneralizedAlpha(rho_inf=0.5)
+    measure("cosserat10", robot, q0, t_final, alpha, 5e-3, args.repeats, (ref, ref_dt))
+
+
+def bench_helicoid(args: argparse.Namespace) -> None:
+    """Generalized-α at `--helicoid-dt` over `--t-final` (no reference: Radau on 24 stiff
+    coordinates would dominate the run)."""
+    robot, q0, build = helicoid_robot(args.degree)
+    emit("simulate.helicoid_model", degree=args.degree, **build)
+    alpha = GeneralizedAlpha(rho_inf=0.5)
+    rec = measure(
+        "helicoid", robot, q0, args.t_final, alpha, args.helicoid_dt, max(1, args.repeats - 1)
+    )
+    if rec is not None:
+        emit(
+            "simulate.helicoid_6s_estimate",
+            wall_s=6.0 / rec["real_time_factor"],
+            target_wall_s=60.0,
+            from_t_final=args.t_final,
+        )
+
+
+def soromox_line() -> None:
+    """The same-run comparison with SoRoMoX (not installed here: a line saying so)."""
+    if importlib.util.find_spec("soromox") is None:
+        emit("simulate.soromox", skipped=True, reason="soromox is not installed")
+    else:
+        emit("simulate.soromox", skipped=True, reason="comparison not implemented in this script")
+
+
+BENCHES = {
+    "swinging_arm": bench_swinging_arm,
+    "closed_loop": bench_closed_loop,
+    "cosserat10": bench_cosserat,
+    "helicoid": bench_helicoid,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", choices=list(BENCHES), default=list(BENCHES))
+    parser.add_argument(
+        "--arm-methods",
+        nargs="*",
+        choices=["rk4", "implicit_euler", "generalized_alpha"],
+        default=["rk4", "implicit_euler", "generalized_alpha"],
+    )
+    parser.add_argument("--arm-steps", nargs="*", type=float, help="override the candidate steps")
+    parser.add_argument("--t-final", type=float, default=0.05, help="cosserat10 and helicoid [s]")
+    parser.add_argument("--arm-t-final", type=float, default=1.0, help="swinging arm [s]")
+    parser.add_argument("--helicoid-dt", type=float, default=5e-3)
+    parser.add_argument("--degree", type=int, default=6, help="helicoid rule's moment degree")
+    parser.add_argument("--tol", type=float, default=1e-3, help="max |q − q_ref| accepted")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    soromox_line()
+    for name in args.only:
+        BENCHES[name](args)
+
+
+if __name__ == "__main__":
+    main()

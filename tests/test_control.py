@@ -165,29 +165,33 @@ def test_compensated_pd_reaches_the_target_with_zero_error(robot):
 
 
 @jax.jit
-def _energy_and_power(robot, q, qd, u):
-    """`T + V` and `q̇ᵀ A(q) u − 2 R(q, q̇)` along a trajectory `(S + 1,)` each."""
+def _energy_and_power(robot, law, t, q, qd):
+    """Along a trajectory `(S + 1,)` each: `T + V`, the input power `q̇ᵀ A(q) u` with
+    `u = law(t, q, q̇, terms)`, and the dissipated power `2R(q, q̇)`."""
 
-    def one(q, qd, u):
+    def one(t, q, qd):
+        tm = terms(robot, q, qd)
         energy = sr.kinetic_energy(robot, q, qd) + sr.potential_energy(robot, q)
-        work_rate = qd @ sr.actuation_force(robot, q, u)
+        work_rate = qd @ (tm.actuation @ law(t, q, qd, tm))
         return energy, work_rate, 2.0 * sr.dissipation(robot, q, qd)
 
-    return jax.vmap(one)(q, qd, u)
+    return jax.vmap(one)(t, q, qd)
 
 
 def test_power_balance_along_a_closed_loop(robot):
     # computed torque through the joint motor and the tendon (A = diag(1, −d)), Kelvin–Voigt
-    # damping in the segment: d(T + V)/dt = q̇ᵀ A u − 2R, integrated along the simulated
-    # trajectory (RK4, 2 ms; Simpson's rule on the recorded inputs) against the change of T + V
+    # damping in the segment: d(T + V)/dt = q̇ᵀ A u − 2R, integrated along the closed-loop RK4
+    # trajectory (2 ms; the rollout compiled for the laws above) by Simpson's rule, against the
+    # change of T + V
     law = computed_torque((100.0, 64.0), (20.0, 10.0), (0.1, -0.2), (0.6, 0.4))
-    traj = sr.simulate(robot, jnp.array([0.1, -0.2]), jnp.array([0.3, 0.0]), 0.8, DT, law)
-    energy, work_rate, dissipated = (np.asarray(x) for x in _energy_and_power(robot, *traj[1:]))
-    t = np.asarray(traj.t)
-    work = cumulative_simpson(work_rate, x=t, initial=0.0)
-    loss = cumulative_simpson(dissipated, x=t, initial=0.0)
+    laws = (pfbl(robot), law, compensated_pd(robot))
+    q, qd = closed_loop(robot, 1, laws, jnp.array([0.1, -0.2]), jnp.array([0.3, 0.0]), DT)
+    flows = _energy_and_power(robot, law, jnp.asarray(TIMES), q, qd)
+    energy, work_rate, dissipated = (np.asarray(x) for x in flows)
+    work = cumulative_simpson(work_rate, x=TIMES, initial=0.0)
+    loss = cumulative_simpson(dissipated, x=TIMES, initial=0.0)
     balance = energy - energy[0] - (work - loss)
-    scale = np.trapezoid(np.abs(work_rate) + dissipated, t)  # energy that flowed
+    scale = np.trapezoid(np.abs(work_rate) + dissipated, TIMES)  # the energy that flowed
     assert np.max(np.abs(balance)) < 1e-8 * scale, np.max(np.abs(balance)) / scale
     # both flows matter: leaving out either term would break the balance by far more
     assert loss[-1] > 1e-3 * scale and np.max(np.abs(work)) > 0.1 * scale

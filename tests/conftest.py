@@ -1,5 +1,23 @@
-"""Test configuration: float64 everywhere (the reference precision of every check)."""
+"""Test configuration: float64 everywhere (the reference precision of every check), and JAX's
+compilation caches cleared after each test module.
+
+Every compiled XLA:CPU program keeps its code mapped in memory; the whole suite compiles
+thousands of them, and a process that reaches the kernel's limit on memory maps
+(`vm.max_map_count`, 65,530 by default) dies inside the compiler (SIGSEGV or SIGABRT). Module
+fixtures share compiled robots within a module; nothing is shared across modules, so clearing
+the caches between modules costs no recompilation and bounds the number of live programs.
+"""
+
+import gc
 
 import jax
+import pytest
 
 jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    yield
+    jax.clear_caches()
+    gc.collect()

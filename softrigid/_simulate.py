@@ -84,7 +84,9 @@ class _Progress:
     start = 0.0
 
     @classmethod
-    def report(cls, k: Any, n_steps: int, dt: Any) -> None:
+    def report(cls, k: Any, n_steps: int, dt: Any, *_after: Any) -> None:
+        """Print the report of step `k`; `_after` (ignored) orders the final report after the
+        run's last step (a data dependence: unordered callbacks may otherwise run first)."""
         k = int(k)
         now = time.perf_counter()
         if k == 0:
@@ -166,7 +168,7 @@ def _run(
         last = dyn.inputs(t[-1], q[-1], qd[-1]) if n_steps % period == 0 else u_last
         u = jnp.concatenate([held, last[None]])
     if progress:
-        jax.debug.callback(_Progress.report, n_steps, n_steps, dt)
+        jax.debug.callback(_Progress.report, n_steps, n_steps, dt, qs[-1])
     if check:
         q = _check_run(q, qds, ok, n_steps, scheme.name)
     return Trajectory(t, q, qd, u), ok

@@ -196,7 +196,12 @@ def assert_close(actual, expected, rel):
     np.testing.assert_allclose(actual, expected, rtol=0, atol=rel * scale)
 
 
-@pytest.mark.parametrize("name", NAMES)
+def _marked(slow: tuple[str, ...]) -> list:
+    return [pytest.param(n, marks=pytest.mark.slow) if n in slow else n for n in NAMES]
+
+
+# the default run compares one LVP robot (the paper's helicoid) with the baseline
+@pytest.mark.parametrize("name", _marked(("lvp_gripper",)))
 def test_inverse_dynamics_and_mass_matrix_match_euler_lagrange(name):
     for seed in (1, 2, 3):
         rob, q, qd, qdd = states(name, seed)
@@ -216,7 +221,12 @@ def test_inverse_dynamics_and_mass_matrix_match_euler_lagrange(name):
 AD_JACOBIAN = ("rods", "cosserat_function", "lvp_gripper")
 
 
-@pytest.mark.parametrize("name", NAMES)
+# The AD Jacobians at zero curvature are the most expensive compiles of the suite (minutes): the
+# default run keeps the helicoid's (differences); `pytest -m slow` runs the others.
+SLOW_ZERO = ("lvp_gripper", "cosserat_function", "rods")
+
+
+@pytest.mark.parametrize("name", _marked(SLOW_ZERO))
 def test_zero_curvature_end_to_end(name):
     """At q = 0 (every body straight, identity LVP maps) with nonzero velocity and
     acceleration: ID and M agree with the baseline, and their Jacobians with respect to q are

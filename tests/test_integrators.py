@@ -153,6 +153,7 @@ def test_energy_decays_monotonically_with_damping(double, pendulum_runs):
     assert energy[-1] < energy[0] - 0.5 * abs(energy[0])
 
 
+@pytest.mark.slow
 def test_orders_on_a_soft_arm():
     # a joint and an elastic, damped segment (E = 1 MPa, η = 0.02 s) falling over from rest,
     # straight, 0.3 rad from upright: generalized-α (ρ∞ = 0.5) 2nd order, backward Euler 1st
@@ -174,6 +175,7 @@ def test_orders_on_a_soft_arm():
     assert abs(float(q[1])) > 5e-3  # the swing bent the segment
 
 
+@pytest.mark.slow
 def test_stiff_segment(stiff):
     q0, qd0 = jnp.array([0.3, 0.0]), jnp.zeros(2)
     assert stiff.n_q == 2
@@ -191,7 +193,13 @@ def test_stiff_segment(stiff):
 
 
 @pytest.mark.parametrize(
-    "method", ["rk4", "semi_implicit_euler", "implicit_euler", "generalized_alpha"]
+    "method",
+    [
+        "rk4",
+        pytest.param("semi_implicit_euler", marks=pytest.mark.slow),
+        pytest.param("implicit_euler", marks=pytest.mark.slow),
+        pytest.param("generalized_alpha", marks=pytest.mark.slow),
+    ],
 )
 def test_grad_through_simulate(double, method):
     def final(q0):
@@ -208,15 +216,11 @@ def test_vmap_controller_gains_and_recorded_inputs(double):
     # a Controller pytree: traced gains under vmap, u recorded, zero-order hold
     q_batch = jnp.stack([Q0, 0.5 * Q0])
     run = jax.vmap(
-        lambda q0, kp: sr.simulate(
-            double, q0, Z, 0.04, 0.01, controller=PD(kp, 2.0), method="generalized_alpha"
-        )
+        lambda q0, kp: sr.simulate(double, q0, Z, 0.04, 0.01, controller=PD(kp, 2.0), method="rk4")
     )
     traj = run(q_batch, jnp.array([10.0, 20.0]))
     assert traj.u.shape == (2, 5, 2)
-    one = sr.simulate(
-        double, q_batch[1], Z, 0.04, 0.01, controller=PD(20.0, 2.0), method="generalized_alpha"
-    )
+    one = sr.simulate(double, q_batch[1], Z, 0.04, 0.01, controller=PD(20.0, 2.0), method="rk4")
     np.testing.assert_allclose(traj.q[1], one.q, atol=1e-10)
     bias = jax.vmap(lambda q, qd: sr.dynamics_terms(double, q, qd).bias)(one.q, one.qd)
     np.testing.assert_allclose(one.u, bias - 20.0 * one.q - 2.0 * one.qd, atol=1e-9)

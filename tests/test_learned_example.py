@@ -28,6 +28,7 @@ def test_mlp_body_is_identity_at_rest(ex):
     assert not np.allclose(ex.mlp_map(x, jnp.ones(1), params), x)
 
 
+@pytest.mark.slow
 def test_fit_and_weight_gradient(ex, tmp_path):
     params = ex.init_mlp(jax.random.PRNGKey(0), hidden=4)
     fit = ex.fit_to_constant_curvature(params, steps=5, n_axial=2)

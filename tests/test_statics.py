@@ -91,6 +91,7 @@ def test_euler_bernoulli_cantilever():
     np.testing.assert_allclose(rot[0, 0, 2], force * LENGTH**2 / (2 * ei), rtol=1e-7)
 
 
+@pytest.mark.slow
 def test_newton_converges_quadratically(arm):
     sol = equilibrium(arm, jnp.array([3.0, 0.5]), tol=1e-14)
     r = np.asarray(sol.history)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import equinox as eqx
@@ -17,6 +18,7 @@ __all__ = [
     "as_index",
     "as_placement",
     "as_scalar",
+    "as_tuple_of",
     "as_vector",
     "check_density",
     "check_index",
@@ -123,6 +125,21 @@ def copy_params(params: Any) -> Any:
         return leaf
 
     return jax.tree_util.tree_map(copy, params)
+
+
+def as_tuple_of(value: Any, kind: type, name: str, what: str) -> tuple:
+    """`value` (one `kind` instance, a sequence of them, or `None`) as a tuple; a `TypeError`
+    naming `name` (and the bad entry's index) otherwise. `what` describes the expected type."""
+    if value is None:
+        return ()
+    if isinstance(value, kind):
+        return (value,)
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be {what} or a sequence of them, got {type(value).__name__}")
+    for k, item in enumerate(value):
+        if not isinstance(item, kind):
+            raise TypeError(f"{name}[{k}] must be {what}, got {type(item).__name__}")
+    return tuple(value)
 
 
 def check_state(name: str, value: Any, n: int) -> Array:

@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from ._checks import as_scalar
+from ._checks import as_scalar, as_tuple_of
 from ._dynamics import DynamicsTerms, terms
 from ._entry import PREFIX, algorithm, check_positive_definite, raise_runtime_errors
 from ._model import Robot
@@ -193,22 +193,8 @@ class AccelerationForm(Constraint):
 
 def check_constraints(constraints: Any) -> tuple[Constraint, ...]:
     """`constraints` (a `Constraint`, a sequence of them, or `None`) as a tuple."""
-    if constraints is None:
-        return ()
-    if isinstance(constraints, Constraint):
-        return (constraints,)
-    if not isinstance(constraints, Sequence) or isinstance(constraints, (str, bytes)):
-        raise TypeError(
-            "constraints must be a softrigid.constraints constraint (Holonomic, Nonholonomic, "
-            f"AccelerationForm) or a sequence of them, got {type(constraints).__name__}"
-        )
-    for k, c in enumerate(constraints):
-        if not isinstance(c, Constraint):
-            raise TypeError(
-                f"constraints[{k}] must be a softrigid.constraints constraint (Holonomic, "
-                f"Nonholonomic, AccelerationForm), got {type(c).__name__}"
-            )
-    return tuple(constraints)
+    what = "a softrigid.constraints constraint (Holonomic, Nonholonomic, AccelerationForm)"
+    return as_tuple_of(constraints, Constraint, "constraints", what)
 
 
 def _rows(

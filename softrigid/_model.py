@@ -7,7 +7,7 @@ from typing import Any
 
 from ._actuator import Actuator
 from ._body import Body
-from ._checks import as_vector, check_index
+from ._checks import as_tuple_of, as_vector, check_index
 from ._module import module, static
 from .joints import Joint
 
@@ -121,18 +121,4 @@ class Robot:
 
 
 def _as_actuators(actuators: Any) -> tuple[Actuator, ...]:
-    if actuators is None:
-        return ()
-    acts = (actuators,) if isinstance(actuators, Actuator) else actuators
-    if not isinstance(acts, Sequence):
-        raise TypeError(
-            "Robot: actuators must be a softrigid.actuators actuator or a sequence of them, "
-            f"got {type(actuators).__name__}"
-        )
-    for k, a in enumerate(acts):
-        if not isinstance(a, Actuator):
-            raise TypeError(
-                f"Robot: actuators[{k}] must be a softrigid.actuators actuator, "
-                f"got {type(a).__name__}"
-            )
-    return tuple(acts)
+    return as_tuple_of(actuators, Actuator, "Robot: actuators", "a softrigid.actuators actuator")

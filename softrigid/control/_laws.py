@@ -54,6 +54,14 @@ def _indices(where: str, value: Sequence[int] | None) -> tuple[int, ...] | None:
     return idx
 
 
+def _driven(where: str, inputs: Sequence[int] | None, robot: Robot) -> tuple[Any, int]:
+    """The driven `inputs` (checked indices into `u`, `None` for all) and their number."""
+    inputs = _indices(f"{where}: inputs", inputs)
+    if inputs is not None and max(inputs) >= robot.n_u:
+        raise ValueError(f"{where}: inputs {inputs} out of range n_u = {robot.n_u}")
+    return inputs, robot.n_u if inputs is None else len(inputs)
+
+
 def _select(x: Array, idx: tuple[int, ...] | None, where: str, name: str) -> Array:
     if idx is None:
         return x
@@ -222,15 +230,12 @@ class CompensatedPD(Controller):
         pseudo_inverse: bool = False,
     ) -> None:
         coordinates = _indices("CompensatedPD: coordinates", coordinates)
-        inputs = _indices("CompensatedPD: inputs", inputs)
         k = robot.n_q if coordinates is None else len(coordinates)
         if coordinates is not None and max(coordinates) >= robot.n_q:
             raise ValueError(
                 f"CompensatedPD: coordinates {coordinates} out of range n_q = {robot.n_q}"
             )
-        if inputs is not None and max(inputs) >= robot.n_u:
-            raise ValueError(f"CompensatedPD: inputs {inputs} out of range n_u = {robot.n_u}")
-        m = robot.n_u if inputs is None else len(inputs)
+        inputs, m = _driven("CompensatedPD", inputs, robot)
         if m != k and not pseudo_inverse:
             raise ValueError(
                 f"CompensatedPD: A restricted to the controlled coordinates is {k} x {m}, not "
@@ -386,10 +391,7 @@ class CollocatedPFBL(Controller):
         output: Callable[[Robot, Array], Array] = actuation_coordinates,
         inputs: Sequence[int] | None = None,
     ) -> None:
-        inputs = _indices("CollocatedPFBL: inputs", inputs)
-        if inputs is not None and max(inputs) >= robot.n_u:
-            raise ValueError(f"CollocatedPFBL: inputs {inputs} out of range n_u = {robot.n_u}")
-        m = robot.n_u if inputs is None else len(inputs)
+        inputs, m = _driven("CollocatedPFBL", inputs, robot)
         if m > robot.n_q:
             raise ValueError(f"CollocatedPFBL: more driven inputs ({m}) than coordinates")
         object.__setattr__(self, "robot", robot)

@@ -12,18 +12,24 @@ from jax import Array
 __all__ = ["second_directional", "value_and_jacfwd"]
 
 
-def value_and_jacfwd(fn: Callable[[Array], Any], q: Array) -> tuple[Any, Any]:
-    """`(fn(q), ∂fn/∂q)` for a pytree-valued `fn`, tangent dimension last, one forward pass per
-    coordinate (vectorized)."""
+def value_and_jacfwd(
+    fn: Callable[[Array], Any], q: Array, tangent_axis: int = -1
+) -> tuple[Any, Any]:
+    """`(fn(q), ∂fn/∂q)` for a pytree-valued `fn`, one forward pass per coordinate
+    (vectorized); the tangent dimension last, or first with `tangent_axis=0` (the layout the
+    vectorized passes produce, cheaper to consume for per-node arrays)."""
     value = fn(q)
     n = q.shape[0]
     if n == 0:
-        return value, jax.tree_util.tree_map(lambda v: jnp.zeros((*v.shape, 0), v.dtype), value)
+        return value, jax.tree_util.tree_map(
+            lambda v: jnp.zeros((0, *v.shape) if tangent_axis == 0 else (*v.shape, 0), v.dtype),
+            value,
+        )
 
     def push(v: Array) -> Any:
         return jax.jvp(fn, (q,), (v,))[1]
 
-    return value, jax.vmap(push, out_axes=-1)(jnp.eye(n, dtype=q.dtype))
+    return value, jax.vmap(push, out_axes=tangent_axis)(jnp.eye(n, dtype=q.dtype))
 
 
 def second_directional(fn: Callable[[Array], Any], q: Array, qd: Array) -> Any:

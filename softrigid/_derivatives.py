@@ -4,10 +4,20 @@ linearization:
     ν(q, q̇, q̈) = M(q) q̈ + c(q, q̇) + g(q) + s(q, q̇) − Q_ext(q) [− A(q) u],
     returns (ν, M, ∂ν/∂q, ∂ν/∂q̇).
 
-`∂ν/∂q` is forward mode over the recursion (one tangent per coordinate through the position and
-velocity levels); `∂ν/∂q̇` is forward mode over the velocity level only, with the position level
-of the state computed once and shared (`q̇` enters only the relative velocities, the `q̇`-quadratic
-accelerations and the damping); `M` comes from the same position level.
+Everything a link contributes is a function of its own coordinates only: its pose and Jacobians
+`(R_i, t_i, ∂t_i/∂q_i, G_i)`, its body's mass moments, the velocity-level terms
+`(∂²t_i[q̇_i, q̇_i], vee(∂²R_i[q̇_i, q̇_i] R_iᵀ), moments of h)` and its internal force
+`s_i = ∂U_i/∂q_i + ∂R_i/∂q̇_i`. Their derivatives are therefore taken link by link, with `n_i`
+tangents (`∂/∂q_i`, and `∂/∂q̇_i` for the velocity-level terms), where the expensive per-node work
+of a soft body lives. The rest of the recursion (passes over the links, projection) is cheap and
+is differentiated in forward mode over all `2 n_q` coordinates, with each link's terms replaced by
+their first-order expansion about the state,
+
+    X_i(x_i, ẋ_i) = X_i + ∂X_i/∂q_i (x_i − q_i) + ∂X_i/∂q̇_i (ẋ_i − q̇_i),
+
+which has the same value and first derivatives at `(x, ẋ) = (q, q̇)` as `X_i` itself, so the
+result is exact. A link's node-level derivatives thus cost `O(n_i)` tangents instead of `O(n_q)`
+(with the second-order `h` inside, `O(n_i)` instead of `O(n_q²)`).
 """
 
 from __future__ import annotations
@@ -20,11 +30,12 @@ from jax import Array
 
 from . import _recursion as rec
 from ._ad import value_and_jacfwd
+from ._body import MassMoments, VelocityMoments
 from ._dynamics import _mass, actuation
-from ._energy import internal_forces
+from ._energy import link_dissipation, link_energy
 from ._entry import algorithm
 from ._loads import external_loads
-from ._model import Robot
+from ._model import Link, Robot
 
 __all__ = ["InverseDynamicsDerivatives", "derivatives", "inverse_dynamics_derivatives"]
 
@@ -38,22 +49,68 @@ class InverseDynamicsDerivatives(NamedTuple):
     d_qd: Array
 
 
-def _id_and_velocity_jacobian(
-    robot: Robot, q: Array, qd: Array, qdd: Array, loads: tuple, u: Array | None
-) -> tuple[Array, tuple[Array, Array, Array]]:
-    pos = rec.position_level(robot, q)
-    ext = external_loads(robot, q, pos, loads) if loads else None
-    grav = -robot.gravity.astype(q.dtype)
+class _Position(NamedTuple):
+    """A link's position-level terms (functions of `q_i`)."""
 
-    def of_qd(x: Array) -> Array:
-        # ν at fixed position level: the recursion with the velocity level at q̇ = x, plus s
-        vel = rec.velocity_level(robot, pos, q, x)
-        return rec.inertial_forces(robot, pos, vel, qdd, grav, ext) + internal_forces(robot, q, x)
+    rot: Array
+    trans: Array
+    jac_t: Array
+    jac_w: Array
+    moments: MassMoments
 
-    nu, d_qd = value_and_jacfwd(of_qd, qd)
-    if u is not None:
-        nu = nu - actuation(robot, q) @ u
-    return nu, (nu, _mass(robot, pos), d_qd)
+
+class _Rates(NamedTuple):
+    """A link's velocity-level terms and internal force (functions of `q_i, q̇_i`)."""
+
+    a_bias: Array
+    dw_bias: Array
+    body: VelocityMoments
+    internal: Array
+
+
+def _rates(link: Link, q: Array, qd: Array, rot: Array, data: Any) -> _Rates:
+    a_bias, dw_bias, body = rec.link_bias(link, q, qd, rot, data)
+    # s_i = ∂U_i/∂q_i + ∂R_i/∂q̇_i
+    internal = jax.grad(link_energy, argnums=1)(link, q)
+    internal = internal + jax.grad(link_dissipation, argnums=2)(link, q, qd)
+    return _Rates(a_bias, dw_bias, body, internal)
+
+
+def _link_terms(link: Link, q: Array, qd: Array) -> tuple:
+    """Values and local derivatives of a link's terms: `(P, ∂P/∂q_i, V, ∂V/∂q_i, ∂V/∂q̇_i)`."""
+
+    def at(x: Array) -> tuple[_Position, _Rates]:
+        rot, trans, jac_t, jac_w, moments, data = rec.link_position(link, x)
+        return _Position(rot, trans, jac_t, jac_w, moments), _rates(link, x, qd, rot, data)
+
+    (pos, rates), (d_pos, d_rates) = value_and_jacfwd(at, q)
+    data = rec.link_position(link, q)[-1]
+    d_rates_qd = value_and_jacfwd(lambda y: _rates(link, q, y, pos.rot, data), qd)[1]
+    return pos, d_pos, rates, d_rates, d_rates_qd
+
+
+def _expand(value: Any, jac: Any, d: Array) -> Any:
+    """`X + ∂X/∂x · d` per link of a group (leading axis `size`, tangent axis last)."""
+    return jax.tree_util.tree_map(
+        lambda v, j: v + jnp.einsum("s...n,sn->s...", j, d.astype(j.dtype)), value, jac
+    )
+
+
+def _cat(parts: list[Array]) -> Array:
+    return jnp.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def _assemble(robot: Robot, pos: list[_Position]) -> rec.LinkPosition:
+    """The robot's position level from the groups' terms (no body data: not needed past the
+    velocity level)."""
+    return rec.LinkPosition(
+        _cat([p.rot for p in pos]),
+        _cat([p.trans for p in pos]),
+        tuple(p.jac_t for p in pos),
+        tuple(p.jac_w for p in pos),
+        tuple(p.moments for p in pos),
+        tuple(None for _ in pos),
+    )
 
 
 def derivatives(
@@ -61,10 +118,35 @@ def derivatives(
 ) -> InverseDynamicsDerivatives:
     """`(ν, M, ∂ν/∂q, ∂ν/∂q̇)` (unchecked core, for use inside other compiled code, e.g. the
     Newton iterations of the implicit integrators); with `u`, `ν` includes `− A(q) u`."""
-    d_q, (nu, mass, d_qd) = jax.jacfwd(
-        lambda x: _id_and_velocity_jacobian(robot, x, qd, qdd, loads, u), has_aux=True
-    )(q)
-    return InverseDynamicsDerivatives(nu, mass, d_q, d_qd)
+    terms = rec.map_groups(robot, _link_terms, rec.coords(q), rec.coords(qd))
+    grav = -robot.gravity.astype(q.dtype)
+    n = robot.n_q
+
+    def nu_of(z: Array) -> Array:
+        x, xd = z[:n], z[n:]
+        pos, rates = [], []
+        for g, (p, dp, r, dr, drd) in zip(rec.groups(robot), terms):
+            dx, dxd = g.coords(x) - g.coords(q), g.coords(xd) - g.coords(qd)
+            pos.append(_expand(p, dp, dx))
+            rates.append(_expand(_expand(r, dr, dx), drd, dxd))
+        link_pos = _assemble(robot, pos)
+        w_rel_v = rec.relative_rates(robot, link_pos, xd)
+        vel = rec.Velocity(
+            xd,
+            w_rel_v[1],
+            w_rel_v[0],
+            _cat([r.a_bias for r in rates]),
+            _cat([r.dw_bias for r in rates]),
+            tuple(r.body for r in rates),
+        )
+        ext = external_loads(robot, x, link_pos, loads) if loads else None
+        nu = rec.inertial_forces(robot, link_pos, vel, qdd, grav, ext)
+        nu = nu + _cat([r.internal.reshape(-1) for r in rates])
+        return nu if u is None else nu - actuation(robot, x) @ u
+
+    nu, jac = value_and_jacfwd(nu_of, jnp.concatenate([q, qd]))
+    mass = _mass(robot, _assemble(robot, [t[0] for t in terms]))
+    return InverseDynamicsDerivatives(nu, mass, jac[:, :n], jac[:, n:])
 
 
 @algorithm(static_argnames=("actuated",))
@@ -81,6 +163,8 @@ def inverse_dynamics_derivatives(
 
     With the robot's inputs `u`, `ν` is the residual `M q̈ + c + g + s − Q_ext − A(q) u` and
     `∂ν/∂q` includes `−∂(A(q) u)/∂q` (the actuation's configuration dependence, e.g. tendons).
+    Each link's node-level terms are differentiated with respect to its own coordinates only
+    (`n_i` tangents), the passes over the links with respect to all of them (module docstring).
 
     Args:
         robot: the robot.

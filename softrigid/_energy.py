@@ -29,6 +29,8 @@ __all__ = [
     "gravity_energy",
     "internal_force",
     "kinetic_energy",
+    "link_dissipation",
+    "link_energy",
     "potential_energy",
     "stiffness_matrix",
     "total_dissipation",
@@ -36,12 +38,12 @@ __all__ = [
 ]
 
 
-def _link_energy(link: Link, q: Array) -> Array:
+def link_energy(link: Link, q: Array) -> Array:
     nj = link.joint.n_q
     return link.joint.energy(q[:nj]) + link.body.elastic_energy(q[nj:])
 
 
-def _link_dissipation(link: Link, q: Array, qd: Array) -> Array:
+def link_dissipation(link: Link, q: Array, qd: Array) -> Array:
     nj = link.joint.n_q
     return link.joint.dissipation(qd[:nj]) + link.body.dissipation(q[nj:], qd[nj:])
 
@@ -52,12 +54,12 @@ def _sum(parts: list[Array], dtype: jnp.dtype) -> Array:
 
 def total_elastic_energy(robot: Robot, q: Array) -> Array:
     """`U(q)` (unchecked core)."""
-    return _sum(rec.map_groups(robot, _link_energy, rec.coords(q)), q.dtype)
+    return _sum(rec.map_groups(robot, link_energy, rec.coords(q)), q.dtype)
 
 
 def total_dissipation(robot: Robot, q: Array, qd: Array) -> Array:
     """`R(q, q̇)` (unchecked core)."""
-    return _sum(rec.map_groups(robot, _link_dissipation, rec.coords(q), rec.coords(qd)), q.dtype)
+    return _sum(rec.map_groups(robot, link_dissipation, rec.coords(q), rec.coords(qd)), q.dtype)
 
 
 def gravity_energy(robot: Robot, q: Array) -> Array:

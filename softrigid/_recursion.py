@@ -44,6 +44,8 @@ __all__ = [
     "forward_pass",
     "groups",
     "inertial_forces",
+    "link_bias",
+    "link_position",
     "link_velocities",
     "map_groups",
     "position_level",
@@ -160,7 +162,7 @@ def _link_pose(link: Link, q: Array) -> tuple[Array, Array]:
     return rj @ rb, tj + rj @ tb
 
 
-def _link_position(link: Link, q: Array) -> tuple:
+def link_position(link: Link, q: Array) -> tuple:
     (rot, trans), (drot, dtrans) = value_and_jacfwd(lambda x: _link_pose(link, x), q)
     # skew(G_i[:, j]) = (∂R_i/∂q_j) R_iᵀ
     jac_w = vee(jnp.einsum("abj,cb->jac", drot, rot)).T
@@ -170,7 +172,7 @@ def _link_position(link: Link, q: Array) -> tuple:
 
 def position_level(robot: Robot, q: Array) -> LinkPosition:
     """The position-level terms at `q` (computed once per configuration)."""
-    parts = map_groups(robot, _link_position, coords(q))
+    parts = map_groups(robot, link_position, coords(q))
     rot, trans, jac_t, jac_w, moments, data = zip(*parts)
     return LinkPosition(_cat(list(rot)), _cat(list(trans)), jac_t, jac_w, moments, data)
 
@@ -205,7 +207,7 @@ class Velocity(NamedTuple):
     body: tuple[VelocityMoments, ...]  # per group, the bodies' moments of ∂²p[q̇, q̇]
 
 
-def _link_bias(link: Link, q: Array, qd: Array, rot: Array, data: Any) -> tuple:
+def link_bias(link: Link, q: Array, qd: Array, rot: Array, data: Any) -> tuple:
     d2rot, d2trans = second_directional(lambda x: _link_pose(link, x), q, qd)
     nj = link.joint.n_q
     # d/dt (Ṙ Rᵀ) = R̈ Rᵀ + Ṙ Ṙᵀ, whose second term is symmetric: ω̇_rel = vee(R̈ Rᵀ)
@@ -226,7 +228,7 @@ def velocity_level(robot: Robot, pos: LinkPosition, q: Array, qd: Array) -> Velo
     """The `q̇`-dependent terms of the relative motions at `(q, q̇)`."""
     v_rel, w_rel = relative_rates(robot, pos, qd)
     parts = map_groups(
-        robot, _link_bias, coords(q), coords(qd), rows(pos.rot), grouped(pos.body_data)
+        robot, link_bias, coords(q), coords(qd), rows(pos.rot), grouped(pos.body_data)
     )
     a_bias, dw_bias, body = zip(*parts)
     return Velocity(qd, w_rel, v_rel, _cat(list(a_bias)), _cat(list(dw_bias)), body)

@@ -28,17 +28,24 @@ __all__ = ["SoftBody"]
 
 
 class Rows(NamedTuple):
-    """The body's integration rows: `u = z_r (1, x1, x2)` is affine in the section coordinates.
+    """A rod's integration rows: `u = z_r (1, x1, x2)` is affine in the section coordinates.
 
-    Node by node `z_r = u_k` (k = 1 column, `M3 = [[1]]`); rod by rows `z_r = [a_r | A_r]`
-    (3 columns) with the section's normalized moment matrix `M3 = [[1, s1ᵀ], [s1, S2]]`, so
-    that `Σ m u = Σ_r w_r z_r M3 e_1` and `Σ m u uᵀ = Σ_r w_r z_r M3 z_rᵀ`, exactly; here
-    `u_k = (p_k, J_k e_1, …, J_k e_n)`.
+    `z_r = [a_r | A_r]` (3 columns) with the section's normalized moment matrix
+    `M3 = [[1, s1ᵀ], [s1, S2]]`, so that `Σ m u = Σ_r w_r z_r M3 e_1` and
+    `Σ m u uᵀ = Σ_r w_r z_r M3 z_rᵀ`, exactly; here `u_k = (p_k, J_k e_1, …, J_k e_n)`.
     """
 
     z: Array  # (R, 3 + 3n, k)
     weights: Array  # (R,) masses of the rows / nodes
     m3: Array  # (k, k)
+
+
+class Nodes(NamedTuple):
+    """A body's nodes at the position level, tangent-leading: `u[0] = p_k`, `u[j] = J_k e_j`
+    `(1 + n, K, 3)`, with the node masses `(K,)`."""
+
+    u: Array
+    weights: Array
 
 
 def _frame_axes(points: Array) -> Array:
@@ -209,12 +216,7 @@ class SoftBody(Body):
         return rmatvec(rot_b, r - t_b), jnp.einsum("ia,rib->rab", rot_b, rot[:, :, :2])
 
     def _rows(self, q: Array) -> Rows:
-        """`z_r` (position level) with the row weights and `M3`."""
-        if not self.sectioned:
-            points, jac = value_and_jacfwd(self._nodes, q)
-            return Rows(
-                _stack_u(points, jac)[:, :, None], self.mass_weights, jnp.ones((1, 1), q.dtype)
-            )
+        """`z_r` of a rod's rows (position level) with the row weights and `M3`."""
         x3, wr, s1, s2 = self._section()
         (a, big_a), (da, dbig_a) = value_and_jacfwd(lambda x: self._row_frames(x3, x), q)
         offset = _stack_u(a, da)
@@ -222,8 +224,27 @@ class SoftBody(Body):
         m3 = jnp.block([[jnp.ones((1, 1), q.dtype), s1[None]], [s1[:, None], s2]])
         return Rows(jnp.concatenate([offset[..., None], slope], -1), wr, m3)
 
-    def position_terms(self, q: Array) -> tuple[MassMoments, Rows]:
+    def _node_terms(self, q: Array) -> tuple[MassMoments, Nodes]:
+        points, jac = value_and_jacfwd(self._nodes, q, tangent_axis=0)
+        u = jnp.concatenate([points[None], jac])
+        w = self.mass_weights
+        # Σ m u_a (1 + n, 3),  Σ m u_a u_bᵀ (1 + n, 3, 1 + n, 3)
+        first = jnp.einsum("k,aki->ai", w, u)
+        second = jnp.einsum("aki,k,bkj->aibj", u, w, u)
+        moments = MassMoments(
+            mass=jnp.sum(w),
+            first=first[0],
+            second=second[0, :, 0],
+            jac_first=first[1:],
+            jac_second=second[1:, :, 0],
+            jac_jac=jnp.transpose(second[1:, :, 1:], (0, 2, 1, 3)),
+        )
+        return moments, Nodes(u, w)
+
+    def position_terms(self, q: Array) -> tuple[MassMoments, Rows | Nodes]:
         """Mass moments of `u = (p, J e_1, …, J e_n)` (computed once per `q`)."""
+        if not self.sectioned:
+            return self._node_terms(q)
         rows = self._rows(q)
         zm = _times_m3(rows.z, rows.m3)
         w, n = rows.weights, self.n_q
@@ -240,16 +261,22 @@ class SoftBody(Body):
         )
         return moments, rows
 
-    def velocity_terms(self, data: Rows, q: Array, qd: Array) -> VelocityMoments:
+    def velocity_terms(self, data: Rows | Nodes, q: Array, qd: Array) -> VelocityMoments:
         """Moments of `h_k = ∂²p_k/∂q²[q̇, q̇]`, the velocity part of the nodes' relative
         acceleration (computed once per `(q, q̇)`): `Σ m h`, `Σ m p × h`, `Σ m J_jᵀ h`."""
+        if isinstance(data, Nodes):
+            h = second_directional(self._nodes, q, qd)
+            # U = Σ m h u_bᵀ (3, 1 + n, 3): Σ m p × h = vee(U_p − U_pᵀ), Σ m J_jᵀ h = tr U_j
+            big_u = jnp.einsum("ki,k,bkj->ibj", h, data.weights, data.u)
+            return VelocityMoments(
+                data.weights @ h,
+                2.0 * vee(big_u[:, 0]),
+                jnp.einsum("iji->j", big_u[:, 1:]),
+            )
         z, w, m3 = data
-        if self.sectioned:
-            x3 = self._section()[0]
-            c, big_c = second_directional(lambda x: self._row_frames(x3, x), q, qd)
-            hz = jnp.concatenate([c[..., None], big_c], -1)  # h = [c | C] (1, x1, x2)
-        else:
-            hz = second_directional(self._nodes, q, qd)[..., None]
+        x3 = self._section()[0]
+        c, big_c = second_directional(lambda x: self._row_frames(x3, x), q, qd)
+        hz = jnp.concatenate([c[..., None], big_c], -1)  # h = [c | C] (1, x1, x2)
         hm = _times_m3(hz, m3) * w[:, None, None]
         # U = Σ m h uᵀ (3, 3 + 3n): Σ m p × h = vee(U_p − U_pᵀ), Σ m J_jᵀ h = tr U_j
         u = jnp.einsum("rai,rbi->ab", hm, z)

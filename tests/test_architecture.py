@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from robots import mixed_robot, random_state
 
 import softrigid as sr
 from softrigid import joints, kinematics, quadrature
@@ -322,5 +323,26 @@ def test_inverse_dynamics_derivatives(arm):
     fd_qd = np.stack(
         [(residual(q, qd + h * e) - residual(q, qd - h * e)) / (2 * h) for e in eye], 1
     )
+    np.testing.assert_allclose(d.d_q, fd_q, rtol=1e-6, atol=1e-7 * float(np.abs(fd_q).max()))
+    np.testing.assert_allclose(d.d_qd, fd_qd, rtol=1e-6, atol=1e-7 * float(np.abs(fd_qd).max()))
+
+
+def test_inverse_dynamics_derivatives_on_a_mixed_chain_with_loads():
+    """Link-local derivatives (one group of identical links, a free base) with a point load on a
+    soft body and a world wrench: equal to central differences of the public inverse dynamics
+    (the exactness against `jax.jacfwd` is the test above)."""
+    robot = mixed_robot(3)
+    q, qd, qdd = random_state(robot, 7, scale=0.5)
+    loads = (
+        sr.PointLoad(1, (0.003, -0.002, 0.02), (0.4, -0.3, 1.2)),
+        sr.Wrench(0, (1.0, 0.5, -0.2), (0.05, 0.0, 0.1)),
+    )
+    d = sr.inverse_dynamics_derivatives(robot, q, qd, qdd, loads=loads)
+    nu = jax.jit(lambda x, xd: sr.inverse_dynamics(robot, x, xd, qdd, loads=loads))
+    np.testing.assert_allclose(d.nu, nu(q, qd), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(d.mass_matrix, sr.mass_matrix(robot, q), rtol=1e-12, atol=1e-14)
+    h, eye = 1e-6, jnp.eye(robot.n_q)
+    fd_q = np.stack([(nu(q + h * e, qd) - nu(q - h * e, qd)) / (2 * h) for e in eye], 1)
+    fd_qd = np.stack([(nu(q, qd + h * e) - nu(q, qd - h * e)) / (2 * h) for e in eye], 1)
     np.testing.assert_allclose(d.d_q, fd_q, rtol=1e-6, atol=1e-7 * float(np.abs(fd_q).max()))
     np.testing.assert_allclose(d.d_qd, fd_qd, rtol=1e-6, atol=1e-7 * float(np.abs(fd_qd).max()))

@@ -6,6 +6,7 @@ volume-preserving (`det(∂h/∂x) = 1`).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -19,7 +20,7 @@ from ...quadrature._gauss import gauss_legendre
 from ._modes import Modes, _as_modes, _check_count
 from ._primitives import Primitive
 
-__all__ = ["U_MIN", "Bend3D", "psi_root"]
+__all__ = ["U_MIN", "Bend3D", "chebyshev_basis", "chebyshev_integral", "psi_root"]
 
 # ψ root: the branch ψ³ − ψ = u through ψ(0) = 1 exists for u ≥ U_MIN
 U_MIN = -2.0 / np.sqrt(27.0)
@@ -52,6 +53,35 @@ def _psi_root_jvp(primals: tuple[Array], tangents: tuple[Array]) -> tuple[Array,
     return p, du / (3.0 * p * p - 1.0)
 
 
+@functools.cache
+def chebyshev_integral(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes `y_j = cos(π (j + ½)/m)` `(m,)` and the matrix `P` `(m + 1, m)` that maps values
+    `f(y_j)` to the Chebyshev coefficients `b` of `F(y) = ∫_{−1}^y p(t) dt`, `p` the degree
+    `m − 1` interpolant of `f` at the nodes: `F = Σ_k b_k T_k`.
+
+    With `p = Σ_k a_k T_k`, `a_k = (2/m) Σ_j f(y_j) cos(k θ_j)` (`a_0` halved) and
+    `∫ T_k = ½ (T_{k+1}/(k+1) − T_{k−1}/(k−1))`: `b_k = (c_{k−1} a_{k−1} − a_{k+1}) / (2k)`
+    (`c_0 = 2`, `a_k = 0` for `k ≥ m`), and `b_0` makes `F(−1) = Σ_k (−1)^k b_k = 0`.
+    """
+    theta = np.pi * (np.arange(m) + 0.5) / m
+    a = (2.0 / m) * np.cos(np.outer(np.arange(m + 1), theta))
+    a[0] *= 0.5
+    a[m] = 0.0
+    p = np.zeros((m + 1, m))
+    for k in range(1, m + 1):
+        p[k] = ((2.0 if k == 1 else 1.0) * a[k - 1] - (a[k + 1] if k + 1 < m else 0.0)) / (2 * k)
+    p[0] = -((-1.0) ** np.arange(1, m + 1)) @ p[1:]
+    return np.cos(theta), p
+
+
+def chebyshev_basis(y: Array, count: int) -> Array:
+    """`(T_0(y), …, T_{count−1}(y))` `(count,)` at a scalar `y` (`T_{k+1} = 2y T_k − T_{k−1}`)."""
+    out = [jnp.ones_like(y), y]
+    for _ in range(2, count):
+        out.append(2.0 * y * out[-1] - out[-2])
+    return jnp.stack(out[:count])
+
+
 @module
 class Bend3D(Primitive):
     """3D bend of the section on a backbone with bending rates `κ1(z), κ2(z)` and axial
@@ -78,10 +108,19 @@ class Bend3D(Primitive):
     `ν3 > 0` and `u > −2/√27` (the inner fibre is not crushed: `|κ| R ≲ 0.58 ν3^{3/2}` for a
     section of radius `R`); outside, NaN.
 
+    Inside a composition that knows its axial range (`compose(..., length=L)`), the backbone is
+    a per-body quantity: `ν3 R e3` is sampled once per evaluation at `n_series` Chebyshev nodes
+    of the bend's axial range `[0, Z]` (`Z` the image of `L` under the stretches before it) and
+    `r(z)` is the exact integral of that interpolant, a Chebyshev series summed per point
+    (`chebyshev_integral`, `chebyshev_basis`), instead of `n_gauss` evaluations with trigonometry per
+    point; spectrally accurate (rounding for `|Θ| ≲ 3.5` with 20 nodes, where the per-point rule
+    of 8 nodes is at ~1e-11).
+
     Args:
         modes1, modes2: mode functions of `κ1` and `κ2` (either may be `None`).
         stretch_modes: mode functions of `ν3 − 1`, or `None` (`ν3 = 1`).
-        n_gauss: nodes of the rule for `r(z)`.
+        n_gauss: nodes of the per-point rule for `r(z)`.
+        n_series: Chebyshev nodes of the per-body backbone.
     """
 
     modes1: Modes | None
@@ -89,10 +128,16 @@ class Bend3D(Primitive):
     stretch_modes: Modes | None
     sizes: tuple[int, int, int] = static()
     n_gauss: int = static()
+    n_series: int = static()
     n_q: int = static()
 
     def __init__(
-        self, modes1: Any = None, modes2: Any = None, stretch_modes: Any = None, n_gauss: int = 8
+        self,
+        modes1: Any = None,
+        modes2: Any = None,
+        stretch_modes: Any = None,
+        n_gauss: int = 8,
+        n_series: int = 20,
     ) -> None:
         if modes1 is None and modes2 is None:
             raise ValueError("Bend3D: give modes1 (κ1), modes2 (κ2) or both")
@@ -105,6 +150,7 @@ class Bend3D(Primitive):
         object.__setattr__(self, "stretch_modes", ms[2])
         object.__setattr__(self, "sizes", sizes)
         object.__setattr__(self, "n_gauss", _check_count("Bend3D: n_gauss", n_gauss))
+        object.__setattr__(self, "n_series", _check_count("Bend3D: n_series", n_series))
         object.__setattr__(self, "n_q", sum(sizes))
 
     def _field(self, which: int, z: Array, q: Array, integral: bool) -> Array:
@@ -134,19 +180,35 @@ class Bend3D(Primitive):
             ]
         )
 
-    def _position(self, z: Array, q: Array) -> Array:
-        """`r(z) = ∫_0^z ν3 R e3` `(3,)` by the Gauss–Legendre rule of `n_gauss` nodes."""
+    def _tangent(self, s: Array, q: Array) -> Array:
+        # ν3 R e3 = ν3 (A Θ2, −A Θ1, 1 − B t)
+        th = self.angles(s, q)
+        t = th @ th
+        a = coef_a(t)
+        return self.stretch(s, q) * jnp.stack([a * th[1], -a * th[0], 1.0 - coef_b(t) * t])
+
+    def _position(self, z: Array, q: Array, series: Any = None) -> Array:
+        """`r(z) = ∫_0^z ν3 R e3` `(3,)`: by the Gauss–Legendre rule of `n_gauss` nodes on
+        `[0, z]`, or, with the per-body `series` of `prepare`, by its Chebyshev series."""
+        if series is not None:
+            coefficients, span = series
+            y = 2.0 * z / span - 1.0
+            return chebyshev_basis(y, coefficients.shape[0]) @ coefficients
         t_nodes, w = gauss_legendre(self.n_gauss)
         s = z * jnp.asarray(t_nodes, dtype=jnp.result_type(z, float))
+        tangents = jax.vmap(lambda si: self._tangent(si, q))(s)
+        return z * (jnp.asarray(w, dtype=s.dtype) @ tangents)
 
-        def tangent(si: Array) -> Array:
-            # ν3 R e3 = ν3 (A Θ2, −A Θ1, 1 − B t)
-            th = self.angles(si, q)
-            t = th @ th
-            a = coef_a(t)
-            return self.stretch(si, q) * jnp.stack([a * th[1], -a * th[0], 1.0 - coef_b(t) * t])
-
-        return z * (jnp.asarray(w, dtype=s.dtype) @ jax.vmap(tangent)(s))
+    def prepare(self, q: Array, span: Array | None) -> Any:
+        """The backbone on `[0, span]` as a Chebyshev series `(n_series + 1, 3)` (with `span`):
+        `r(z) = (Z/2) Σ_k b_k T_k(2z/Z − 1)`, `b = P (ν3 R e3)(s_j)`; `None` without a span."""
+        if span is None:
+            return None
+        y, p = chebyshev_integral(self.n_series)
+        span = jnp.asarray(span, dtype=q.dtype)
+        s = 0.5 * span * (1.0 + jnp.asarray(y, dtype=q.dtype))
+        tangents = jax.vmap(lambda si: self._tangent(si, q))(s)
+        return 0.5 * span * (jnp.asarray(p, dtype=q.dtype) @ tangents), span
 
     def backbone_frame(self, z: Array, q: Array) -> tuple[Array, Array]:
         """`g(z) = (R (3, 3), r (3,))` of the backbone."""
@@ -154,7 +216,7 @@ class Bend3D(Primitive):
         t = th @ th
         return self._rotation(th, coef_a(t), coef_b(t)), self._position(z, q)
 
-    def _section(self, x: Array, q: Array) -> tuple[Array, Array, Array, Array]:
+    def _section(self, x: Array, q: Array, series: Any = None) -> tuple[Array, Array, Array, Array]:
         """`(R, r, u, ν3)` at the point `x`."""
         z = x[2]
         th = self.angles(z, q)
@@ -165,10 +227,13 @@ class Bend3D(Primitive):
         bent = a * kappa + coef_c(t) * th * (th @ kappa)
         nu = self.stretch(z, q)
         u = (2.0 / 3.0) * (bent[0] * x[1] - bent[1] * x[0]) / (nu * jnp.sqrt(nu))
-        return self._rotation(th, a, coef_b(t)), self._position(z, q), u, nu
+        return self._rotation(th, a, coef_b(t)), self._position(z, q, series), u, nu
 
     def __call__(self, x: Array, q: Array) -> Array:
-        rot, r, u, nu = self._section(x, q)
+        return self.apply(x, q, None)
+
+    def apply(self, x: Array, q: Array, prepared: Any) -> Array:
+        rot, r, u, nu = self._section(x, q, prepared)
         scale = 1.0 / (psi_root(u) * jnp.sqrt(nu))
         return r + rot[:, 0] * (scale * x[0]) + rot[:, 1] * (scale * x[1])
 

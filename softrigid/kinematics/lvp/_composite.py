@@ -10,7 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ..._module import module, static
+from ..._module import is_concrete, module, static
+from .._rod import check_length
 from ._primitives import Primitive, Shear, Source, Stretch, Twist
 
 __all__ = ["Composite", "compose"]
@@ -24,22 +25,40 @@ class Composite(Primitive):
     Attributes:
         primitives: `(h_1, …, h_P)`.
         index: for each primitive, the positions of its coordinates in the body's `q`.
+        length: the body's axial range `[0, L]` of material points, or `None`. With it, each
+            primitive sees the axial range of its input (the image of `[0, L]` under the
+            stretches before it), which lets `Bend3D` compute its backbone once per body
+            instead of once per point; points outside `[0, L]` are outside the valid range.
     """
 
     primitives: tuple[Primitive, ...]
     index: tuple[tuple[int, ...], ...] = static()
     n_q: int = static()
+    length: Array | None = None
 
     def _parts(self, q: Array) -> list[Array]:
         return [q[np.asarray(idx, dtype=int)] for idx in self.index]
 
+    def _prepared(self, parts: list[Array]) -> list[Any]:
+        """Each primitive's per-body work, given the axial range of its input (`prepare`)."""
+        span, out = self.length, []
+        for prim, qp in zip(self.primitives, parts):
+            out.append(prim.prepare(qp, span))
+            span = None if span is None else prim.axial_span(span, qp)
+        return out
+
     def __call__(self, x: Array, q: Array) -> Array:
-        for prim, qp in zip(self.primitives, self._parts(q)):
-            x = prim(x, qp)
+        # the per-body work depends on q only: under vmap over points it is done once
+        parts = self._parts(q)
+        for prim, qp, prepared in zip(self.primitives, parts, self._prepared(parts)):
+            x = prim.apply(x, qp, prepared)
         return x
 
     def valid(self, x: Array, q: Array) -> Array:
         ok = jnp.asarray(True)
+        if self.length is not None:
+            tol = 1e-9 * self.length
+            ok = (x[2] >= -tol) & (x[2] <= self.length + tol)
         for prim, qp in zip(self.primitives, self._parts(q)):
             ok = ok & prim.valid(x, qp)
             x = prim(x, qp)
@@ -49,6 +68,14 @@ class Composite(Primitive):
         """Raise a `ValueError` naming the first primitive whose valid range a point of
         `points` `(K, 3)` leaves at `q` (call outside `jit`)."""
         x = jnp.asarray(points)
+        if self.length is not None and is_concrete(self.length):
+            ell, z = float(self.length), np.asarray(x)[:, 2]
+            outside = (z < -1e-9 * ell) | (z > ell * (1 + 1e-9))
+            if outside.any():
+                raise ValueError(
+                    f"the composition spans x3 ∈ [0, {ell:.6g}]; material point "
+                    f"{np.asarray(x)[np.argmax(outside)].tolist()} lies outside"
+                )
         for p, (prim, qp) in enumerate(zip(self.primitives, self._parts(jnp.asarray(q)))):
             try:
                 prim.check(x, qp)
@@ -82,7 +109,9 @@ class Composite(Primitive):
 
 
 def compose(
-    *primitives: Primitive, coordinates: Sequence[Sequence[int]] | None = None
+    *primitives: Primitive,
+    coordinates: Sequence[Sequence[int]] | None = None,
+    length: Any = None,
 ) -> Composite:
     """Compose LVP primitives into one body map `f = h_P ∘ … ∘ h_1` (`h_1 = primitives[0]`
     acts first).
@@ -92,6 +121,8 @@ def compose(
         coordinates: optional, for each primitive the positions of its coordinates in the body's
             `q` (a primitive with `n` coordinates takes `n` positions; positions may be shared,
             every position in `0 … n_q − 1` must be used). Default: concatenated in order.
+        length: optional axial range `[0, L]` of the body's material points (see `Composite`);
+            give it when the volume spans `x3 ∈ [0, L]`, so a `Bend3D` is evaluated per body.
 
     Returns:
         A `Composite` (a `Kinematics`) with `n_q` coordinates.
@@ -136,4 +167,6 @@ def compose(
             flat.append(prim)
             flat_index.append(idx)
     n_q = 1 + max((i for idx in flat_index for i in idx), default=-1)
-    return Composite(tuple(flat), tuple(flat_index), n_q)
+    if length is not None:
+        length = check_length("compose", length)
+    return Composite(tuple(flat), tuple(flat_index), n_q, length)

@@ -33,6 +33,23 @@ class Primitive(Kinematics):
         """The valid range, in words (for error messages)."""
         return "always valid"
 
+    def axial_span(self, span: Array, q: Array) -> Array | None:
+        """Where the input's axial range `[0, span]` goes along the axis, when the primitive maps
+        axial slabs to slabs (`None`: unknown, e.g. after a bend)."""
+        del span, q
+        return None
+
+    def prepare(self, q: Array, span: Array | None) -> Any:
+        """Per-body work shared by every point, given the input's axial range `[0, span]`
+        (`None`: unknown); passed back to `apply`. Default: nothing."""
+        del q, span
+        return None
+
+    def apply(self, x: Array, q: Array, prepared: Any) -> Array:
+        """`h(x, q)` with the result of `prepare` (default: `h(x, q)`)."""
+        del prepared
+        return self(x, q)
+
     def check(self, points: Array, q: Array) -> None:
         """Raise a `ValueError` when a point of `points` `(K, 3)` is outside the valid range at
         `q` (call outside `jit`)."""
@@ -65,6 +82,9 @@ class Twist(Primitive):
         modes = _as_modes("Twist", modes)
         object.__setattr__(self, "modes", modes)
         object.__setattr__(self, "n_q", modes.n)
+
+    def axial_span(self, span: Array, q: Array) -> Array:
+        return span
 
     def __call__(self, x: Array, q: Array) -> Array:
         phi = self.modes(x[2]) @ q
@@ -100,6 +120,9 @@ class Stretch(Primitive):
     def axial_map(self, z: Array, q: Array) -> Array:
         """`Λ(z) = z + (∫_0^z m) · q`: where the section at `z` goes along the axis."""
         return z + self.modes.integral(z) @ q
+
+    def axial_span(self, span: Array, q: Array) -> Array:
+        return self.axial_map(span, q)
 
     def __call__(self, x: Array, q: Array) -> Array:
         k = 1.0 / jnp.sqrt(self.stretch(x[2], q))
@@ -140,6 +163,9 @@ class Shear(Primitive):
         object.__setattr__(self, "modes2", m2)
         object.__setattr__(self, "n1", n1)
         object.__setattr__(self, "n_q", n1 + (0 if m2 is None else m2.n))
+
+    def axial_span(self, span: Array, q: Array) -> Array:
+        return span
 
     def __call__(self, x: Array, q: Array) -> Array:
         zero = jnp.zeros((), jnp.result_type(x, q))
@@ -240,6 +266,9 @@ class Source(Primitive):
         modes = _as_modes("Source", modes)
         object.__setattr__(self, "modes", modes)
         object.__setattr__(self, "n_q", modes.n)
+
+    def axial_span(self, span: Array, q: Array) -> Array:
+        return span
 
     def __call__(self, x: Array, q: Array) -> Array:
         g = self.modes(x[2]) @ q

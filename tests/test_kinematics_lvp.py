@@ -338,6 +338,47 @@ def test_bend3d_constant_strain_closed_form():
         np.testing.assert_allclose(r_b, r_c, atol=1e-15)
 
 
+def test_chebyshev_integral_is_exact_on_polynomials():
+    """The Chebyshev integration matrix integrates the interpolant exactly: for a polynomial of
+    degree < m sampled at the m nodes, the series equals its antiderivative from −1."""
+    from softrigid.kinematics.lvp._bend3d import chebyshev_basis, chebyshev_integral
+
+    m = 12
+    y, p = chebyshev_integral(m)
+    poly = np.polynomial.Polynomial(np.random.default_rng(0).normal(size=m))  # degree m − 1
+    anti = poly.integ(lbnd=-1.0)
+    coefficients = jnp.asarray(p @ poly(y))
+    for t in (-1.0, -0.3, 0.2, 1.0):
+        got = chebyshev_basis(jnp.asarray(t), m + 1) @ coefficients
+        np.testing.assert_allclose(got, anti(t), rtol=0, atol=1e-14)
+
+
+def test_bend3d_per_body_backbone_equals_the_per_point_rule():
+    """Inside a composition that knows its length (`helicoid_segment`) the bend's backbone is a
+    per-body Chebyshev series: the map, its q-Jacobian and a second directional derivative equal the per-point
+    Gauss rule (the same composition without a length) to rounding, with the preceding stretch
+    moving the axial range; points outside [0, L] are rejected by `check`."""
+    lean = lvp.helicoid_segment(L)
+    per_point = lvp.Composite(lean.primitives, lean.index, lean.n_q, None)
+    assert lean.length is not None
+    rng = np.random.default_rng(3)
+
+    def second(fn, q, v):  # ∂²fn/∂q²[v, v]
+        return jax.jvp(lambda y: jax.jvp(fn, (y,), (v,))[1], (q,), (v,))[1]
+
+    x = jnp.asarray(points(False, 12))
+    for scale in (0.0, 0.3, 1.0):
+        q = jnp.asarray(scale * rng.standard_normal(8)).at[0].set(0.5 * scale)
+        for fn in (
+            lambda k, q: jax.vmap(k, (0, None))(x, q),
+            lambda k, q: jax.vmap(jax.jacfwd(k, 1), (0, None))(x, q),
+            lambda k, q: jax.vmap(lambda p: second(lambda y: k(p, y), q, q + 0.1), 0)(x),
+        ):
+            np.testing.assert_allclose(fn(lean, q), fn(per_point, q), rtol=0, atol=2e-13)
+    with pytest.raises(ValueError, match="spans x3"):
+        lean.check(jnp.array([[0.0, 0.0, 1.5 * L]]), jnp.zeros(8))
+
+
 def test_psi_root():
     """ψ³ − ψ = u on the branch ψ(0) = 1 against numpy.roots, derivatives against the implicit
     function theorem (ψ' = 1/(3ψ² − 1), ψ'' = −6ψ ψ'³), NaN below u = −2/√27."""

@@ -1,0 +1,195 @@
+"""Heavy bodies (issue 11 targets): per-call and first-call cost of the dynamics of meshed LVP
+bodies, with same-run references, and the error of the compressed rule.
+
+Robots (float64, the CPU backend):
+
+- `helicoid`: the seed's 3-segment helicoid robot, `lvp.helicoid_segment(0.1)` on
+  `meshes/helicoid.vtu`, density 960, `IncompressibleNeoHookean(C=0.178e6, eta=0.05)`, fixed
+  joints, 24 coordinates;
+- `gripper`: a rigid link then the gripper body `lvp.gripper(0.05)` on `meshes/gripper.vtu`
+  (the law and distal frame of `compress_accuracy.py`), 2 body coordinates.
+
+Per robot and rule (`compressed`: `compress(from_mesh(degree=4), 6)`, the README's default;
+`mesh`: `from_mesh(degree=1)`, the full mesh), each function wrapped in `jax.jit`: first call
+(trace + compile + run) and steady-state time per call (median of batches, `_timing.time_call`)
+of `inverse_dynamics`, `mass_inverse_dynamics`, `elastic_force + damping_force` and
+`inverse_dynamics_derivatives`; the same-run reference is the map and its `q`-Jacobian at every
+node of every body (`jax.jacfwd` of `map_points`), and the ratio `ID / (map + Jacobian)`. For the
+compressed rule, the relative error of `M`, `ID`, `g` and `s` against the reference rule
+`from_mesh(degree=4)` at one seeded state. Peak resident memory of the process at the end
+(`ru_maxrss`). One JSON object per line.
+
+Run: taskset -c 1 python benchmarks/heavy.py [--robots helicoid gripper] [--rules compressed mesh]
+     [--skip derivatives] [--no-reference]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+from pathlib import Path
+from typing import Any
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import softrigid as sr  # noqa: E402
+from softrigid import joints, materials, quadrature  # noqa: E402
+from softrigid.kinematics import lvp  # noqa: E402
+
+try:
+    from _timing import emit, machine, time_call, time_first_call
+except ImportError:  # run as a module
+    from benchmarks._timing import emit, machine, time_call, time_first_call
+
+ROOT = Path(__file__).resolve().parents[1]
+GRIPPER_FRAME = {
+    "pivot": (0.016, 0.0, 0.05),
+    "contact_points": ((0.02, 0.0, 0.05), (0.016, 0.004, 0.05)),
+}
+
+
+def rule(mesh: str, kind: str) -> quadrature.QuadratureRule:
+    """The full mesh (`degree=1`), the compressed default, or the reference (`degree=4`)."""
+    path = ROOT / "meshes" / mesh
+    if kind == "mesh":
+        return quadrature.from_mesh(path, degree=1)
+    fine = quadrature.from_mesh(path, degree=4)
+    return fine if kind == "reference" else quadrature.compress(fine, 6)
+
+
+def helicoid(kind: str) -> tuple[sr.Robot, np.ndarray]:
+    """The 3-segment helicoid robot and the scale of its random states."""
+    seg = sr.SoftBody(
+        lvp.helicoid_segment(0.1),
+        rule("helicoid.vtu", kind),
+        density=960.0,
+        material=materials.IncompressibleNeoHookean(C=0.178e6, eta=0.05),
+    )
+    robot = sr.Robot([sr.Link(joints.Fixed(), seg) for _ in range(3)], gravity=(0, 0, -9.81))
+    return robot, np.tile([0.2, 0.1, 1.0, 0.1, 1.0, 0.5, 0.01, 0.01], 3)
+
+
+def gripper(kind: str) -> tuple[sr.Robot, np.ndarray]:
+    """A rigid link carrying the gripper body."""
+    body = sr.SoftBody(
+        lvp.gripper(0.05),
+        rule("gripper.vtu", kind),
+        density=960.0,
+        material=materials.CompressibleNeoHookean(mu=0.356e6, lam=3.56e6, eta=0.05),
+        **GRIPPER_FRAME,
+    )
+    link = sr.RigidBody(0.2, (0.0, 0.0, 0.05), 1e-4 * jnp.eye(3), distal=(jnp.eye(3), (0, 0, 0.1)))
+    links = [sr.Link(joints.Revolute((0.0, 1.0, 0.0)), link), sr.Link(joints.Fixed(), body)]
+    return sr.Robot(links, gravity=(0, 0, -9.81)), np.array([1.0, 0.2, 5e-5])
+
+
+ROBOTS = {"helicoid": helicoid, "gripper": gripper}
+
+
+def state(robot: sr.Robot, scale: np.ndarray) -> tuple[jax.Array, ...]:
+    rng = np.random.default_rng(0)
+    n = robot.n_q
+    return tuple(jnp.asarray(s * rng.uniform(-1, 1, n)) for s in (scale, 3 * scale, 10 * scale))
+
+
+def functions(robot: sr.Robot) -> dict[str, Any]:
+    """The timed functions of `(q, q̇, q̈)`, each jitted with the robot as an argument."""
+
+    def maps(rob: sr.Robot, q: jax.Array) -> list:
+        out = []
+        for i, link in enumerate(rob.links):
+            if link.body.n_q:
+                qb = q[rob.body_slice(i)]
+                pts = link.body.volume.points
+                out.append(jax.jacfwd(lambda x, b=link.body, p=pts: b.map_points(x, p))(qb))
+        return out
+
+    fns = {
+        "map_and_jacobian": lambda r, q, qd, qdd: maps(r, q),
+        "inverse_dynamics": lambda r, q, qd, qdd: sr.inverse_dynamics(r, q, qd, qdd),
+        "mass_inverse_dynamics": lambda r, q, qd, qdd: sr.mass_inverse_dynamics(r, q, qd, qdd),
+        "elastic_plus_damping": lambda r, q, qd, qdd: (
+            sr.elastic_force(r, q) + sr.damping_force(r, q, qd)
+        ),
+        "derivatives": lambda r, q, qd, qdd: sr.inverse_dynamics_derivatives(r, q, qd, qdd),
+    }
+    return {name: jax.jit(fn) for name, fn in fns.items()}
+
+
+def errors(name: str, robot: sr.Robot, states: tuple[jax.Array, ...]) -> dict[str, float]:
+    """Relative errors of `M`, `ID`, `g`, `s` against the reference rule at one state."""
+    reference = ROBOTS[name]("reference")[0]
+    q, qd, qdd = states
+
+    def terms(rob: sr.Robot) -> dict[str, np.ndarray]:
+        out = {
+            "M": sr.mass_matrix(rob, q),
+            "ID": sr.inverse_dynamics(rob, q, qd, qdd),
+            "g": sr.gravity_force(rob, q),
+            "s": sr.internal_force(rob, q, qd),
+        }
+        return {k: np.asarray(v) for k, v in out.items()}
+
+    a, b = terms(robot), terms(reference)
+    return {k: float(np.linalg.norm(a[k] - b[k]) / np.linalg.norm(b[k])) for k in a}
+
+
+def time_robot(
+    label: str, robot: sr.Robot, states: tuple[jax.Array, ...], skip: list[str]
+) -> dict[str, dict[str, float]]:
+    """First call and per-call time of every function of `functions` (one JSON line each)."""
+    nodes = [link.body.volume.n_points for link in robot.links if link.body.n_q]
+    timings = {}
+    for fn_name, fn in functions(robot).items():
+        if fn_name in skip:
+            continue
+        first = time_first_call(lambda f=fn: f(robot, *states))
+        per = time_call(lambda f=fn: f(robot, *states), repeats=5)
+        timings[fn_name] = {"first_call_s": first, **per}
+        emit(
+            f"{label}/{fn_name}",
+            nodes=nodes,
+            n_q=robot.n_q,
+            first_call_s=first,
+            per_call_ms=1e3 * per["median_s"],
+            min_ms=1e3 * per["min_s"],
+        )
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--robots", nargs="+", default=list(ROBOTS), choices=list(ROBOTS))
+    parser.add_argument("--rules", nargs="+", default=["compressed", "mesh"])
+    parser.add_argument("--skip", nargs="*", default=[], help="functions not to time")
+    parser.add_argument("--no-reference", action="store_true", help="skip the error check")
+    args = parser.parse_args()
+    emit("machine", **machine())
+    for name in args.robots:
+        for kind in args.rules:
+            robot, scale = ROBOTS[name](kind)
+            states = state(robot, scale)
+            timings = time_robot(f"{name}/{kind}", robot, states, args.skip)
+            ref = timings.get("map_and_jacobian", {}).get("median_s")
+            summary: dict[str, Any] = {}
+            if ref:
+                summary.update(
+                    {
+                        f"{k}_over_map_and_jacobian": v["median_s"] / ref
+                        for k, v in timings.items()
+                        if k != "map_and_jacobian"
+                    }
+                )
+            if kind == "compressed" and not args.no_reference:
+                summary["relative_error_vs_reference"] = errors(name, robot, states)
+            summary["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+            emit(f"{name}/{kind}/summary", **summary)
+
+
+if __name__ == "__main__":
+    main()

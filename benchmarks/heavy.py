@@ -38,19 +38,17 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import softrigid as sr  # noqa: E402
-from softrigid import joints, materials, quadrature  # noqa: E402
+from softrigid import joints, quadrature  # noqa: E402
 from softrigid.kinematics import lvp  # noqa: E402
 
 try:
     from _timing import emit, machine, time_call, time_first_call
+    from compress_accuracy import GRIPPER_FRAME, _compressible, _neo_hookean
 except ImportError:  # run as a module
     from benchmarks._timing import emit, machine, time_call, time_first_call
+    from benchmarks.compress_accuracy import GRIPPER_FRAME, _compressible, _neo_hookean
 
 ROOT = Path(__file__).resolve().parents[1]
-GRIPPER_FRAME = {
-    "pivot": (0.016, 0.0, 0.05),
-    "contact_points": ((0.02, 0.0, 0.05), (0.016, 0.004, 0.05)),
-}
 
 
 def rule(mesh: str, kind: str) -> quadrature.QuadratureRule:
@@ -68,7 +66,7 @@ def helicoid(kind: str) -> tuple[sr.Robot, np.ndarray]:
         lvp.helicoid_segment(0.1),
         rule("helicoid.vtu", kind),
         density=960.0,
-        material=materials.IncompressibleNeoHookean(C=0.178e6, eta=0.05),
+        material=_neo_hookean(),
     )
     robot = sr.Robot([sr.Link(joints.Fixed(), seg) for _ in range(3)], gravity=(0, 0, -9.81))
     return robot, np.tile([0.2, 0.1, 1.0, 0.1, 1.0, 0.5, 0.01, 0.01], 3)
@@ -80,7 +78,7 @@ def gripper(kind: str) -> tuple[sr.Robot, np.ndarray]:
         lvp.gripper(0.05),
         rule("gripper.vtu", kind),
         density=960.0,
-        material=materials.CompressibleNeoHookean(mu=0.356e6, lam=3.56e6, eta=0.05),
+        material=_compressible(),
         **GRIPPER_FRAME,
     )
     link = sr.RigidBody(0.2, (0.0, 0.0, 0.05), 1e-4 * jnp.eye(3), distal=(jnp.eye(3), (0, 0, 0.1)))

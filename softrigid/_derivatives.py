@@ -79,12 +79,12 @@ def _rates(link: Link, q: Array, qd: Array, rot: Array, data: Any) -> _Rates:
 def _link_terms(link: Link, q: Array, qd: Array) -> tuple:
     """Values and local derivatives of a link's terms: `(P, ∂P/∂q_i, V, ∂V/∂q_i, ∂V/∂q̇_i)`."""
 
-    def at(x: Array) -> tuple[_Position, _Rates]:
+    def at(x: Array) -> tuple[_Position, _Rates, Any]:
         rot, trans, jac_t, jac_w, moments, data = rec.link_position(link, x)
-        return _Position(rot, trans, jac_t, jac_w, moments), _rates(link, x, qd, rot, data)
+        return _Position(rot, trans, jac_t, jac_w, moments), _rates(link, x, qd, rot, data), data
 
-    (pos, rates), (d_pos, d_rates) = value_and_jacfwd(at, q)
-    data = rec.link_position(link, q)[-1]
+    # the body data's own tangents are unused (and dropped by the compiler)
+    (pos, rates, data), (d_pos, d_rates, _) = value_and_jacfwd(at, q)
     d_rates_qd = value_and_jacfwd(lambda y: _rates(link, q, y, pos.rot, data), qd)[1]
     return pos, d_pos, rates, d_rates, d_rates_qd
 
@@ -96,16 +96,12 @@ def _expand(value: Any, jac: Any, d: Array) -> Any:
     )
 
 
-def _cat(parts: list[Array]) -> Array:
-    return jnp.concatenate(parts) if len(parts) > 1 else parts[0]
-
-
-def _assemble(robot: Robot, pos: list[_Position]) -> rec.LinkPosition:
+def _assemble(pos: list[_Position]) -> rec.LinkPosition:
     """The robot's position level from the groups' terms (no body data: not needed past the
     velocity level)."""
     return rec.LinkPosition(
-        _cat([p.rot for p in pos]),
-        _cat([p.trans for p in pos]),
+        rec.concat([p.rot for p in pos]),
+        rec.concat([p.trans for p in pos]),
         tuple(p.jac_t for p in pos),
         tuple(p.jac_w for p in pos),
         tuple(p.moments for p in pos),
@@ -129,23 +125,23 @@ def derivatives(
             dx, dxd = g.coords(x) - g.coords(q), g.coords(xd) - g.coords(qd)
             pos.append(_expand(p, dp, dx))
             rates.append(_expand(_expand(r, dr, dx), drd, dxd))
-        link_pos = _assemble(robot, pos)
-        w_rel_v = rec.relative_rates(robot, link_pos, xd)
+        link_pos = _assemble(pos)
+        v_rel, w_rel = rec.relative_rates(robot, link_pos, xd)
         vel = rec.Velocity(
             xd,
-            w_rel_v[1],
-            w_rel_v[0],
-            _cat([r.a_bias for r in rates]),
-            _cat([r.dw_bias for r in rates]),
+            w_rel,
+            v_rel,
+            rec.concat([r.a_bias for r in rates]),
+            rec.concat([r.dw_bias for r in rates]),
             tuple(r.body for r in rates),
         )
         ext = external_loads(robot, x, link_pos, loads) if loads else None
         nu = rec.inertial_forces(robot, link_pos, vel, qdd, grav, ext)
-        nu = nu + _cat([r.internal.reshape(-1) for r in rates])
+        nu = nu + rec.concat([r.internal.reshape(-1) for r in rates])
         return nu if u is None else nu - actuation(robot, x) @ u
 
     nu, jac = value_and_jacfwd(nu_of, jnp.concatenate([q, qd]))
-    mass = _mass(robot, _assemble(robot, [t[0] for t in terms]))
+    mass = _mass(robot, _assemble([t[0] for t in terms]))
     return InverseDynamicsDerivatives(nu, mass, jac[:, :n], jac[:, n:])
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "Velocity",
     "backward_pass",
     "body_terms",
+    "concat",
     "forward_pass",
     "groups",
     "inertial_forces",
@@ -135,7 +136,8 @@ def grouped(xs: tuple | list) -> Callable[[int, Group], Any]:
     return lambda k, g: xs[k]
 
 
-def _cat(parts: list[Array]) -> Array:
+def concat(parts: list[Array]) -> Array:
+    """The per-group parts of a per-link array joined along the links."""
     return jnp.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
@@ -174,7 +176,7 @@ def position_level(robot: Robot, q: Array) -> LinkPosition:
     """The position-level terms at `q` (computed once per configuration)."""
     parts = map_groups(robot, link_position, coords(q))
     rot, trans, jac_t, jac_w, moments, data = zip(*parts)
-    return LinkPosition(_cat(list(rot)), _cat(list(trans)), jac_t, jac_w, moments, data)
+    return LinkPosition(concat(list(rot)), concat(list(trans)), jac_t, jac_w, moments, data)
 
 
 def world_poses(pos: LinkPosition) -> tuple[Array, Array]:
@@ -221,7 +223,7 @@ def relative_rates(robot: Robot, pos: LinkPosition, x: Array) -> tuple[Array, Ar
         xg = g.coords(x)[:, None, :]
         lin.append(contract(jt, xg))
         ang.append(contract(jw, xg))
-    return _cat(lin), _cat(ang)
+    return concat(lin), concat(ang)
 
 
 def velocity_level(robot: Robot, pos: LinkPosition, q: Array, qd: Array) -> Velocity:
@@ -231,7 +233,7 @@ def velocity_level(robot: Robot, pos: LinkPosition, q: Array, qd: Array) -> Velo
         robot, link_bias, coords(q), coords(qd), rows(pos.rot), grouped(pos.body_data)
     )
     a_bias, dw_bias, body = zip(*parts)
-    return Velocity(qd, w_rel, v_rel, _cat(list(a_bias)), _cat(list(dw_bias)), body)
+    return Velocity(qd, w_rel, v_rel, concat(list(a_bias)), concat(list(dw_bias)), body)
 
 
 def zero_velocity(robot: Robot, pos: LinkPosition) -> Velocity:
@@ -347,7 +349,7 @@ def projection(
         proj = jnp.sum(jt * g.rows(rf)[:, :, None] + jw * g.rows(rm)[:, :, None], axis=1)
         pi_full = jnp.concatenate([jnp.zeros((g.size, g.n_joint), proj.dtype), wr.generalized], 1)
         out.append(-(pi_full + proj).reshape(-1))
-    return _cat(out)
+    return concat(out)
 
 
 def inertial_forces(
@@ -364,8 +366,8 @@ def inertial_forces(
     a_lin, a_ang = relative_rates(robot, pos, qdd)
     motion = forward_pass(pos, vel, a_lin + vel.a_bias, a_ang + vel.dw_bias, a0)
     wrenches = body_terms(robot, pos, vel, qdd, motion)
-    force = _cat([w.force for w in wrenches])
-    moment = _cat([w.moment for w in wrenches])
+    force = concat([w.force for w in wrenches])
+    moment = concat([w.moment for w in wrenches])
     if loads is not None:
         force, moment = force + loads.force, moment + loads.moment
     rf, rm = backward_pass(pos, force, moment)

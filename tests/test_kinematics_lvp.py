@@ -15,6 +15,7 @@ import pytest
 from scipy.integrate import quad
 
 from softrigid import kinematics as km
+from softrigid._ad import second_directional
 from softrigid.kinematics import lvp
 
 L = 0.4
@@ -363,16 +364,13 @@ def test_bend3d_per_body_backbone_equals_the_per_point_rule():
     assert lean.length is not None
     rng = np.random.default_rng(3)
 
-    def second(fn, q, v):  # ∂²fn/∂q²[v, v]
-        return jax.jvp(lambda y: jax.jvp(fn, (y,), (v,))[1], (q,), (v,))[1]
-
     x = jnp.asarray(points(False, 12))
     for scale in (0.0, 0.3, 1.0):
         q = jnp.asarray(scale * rng.standard_normal(8)).at[0].set(0.5 * scale)
         for fn in (
             lambda k, q: jax.vmap(k, (0, None))(x, q),
             lambda k, q: jax.vmap(jax.jacfwd(k, 1), (0, None))(x, q),
-            lambda k, q: jax.vmap(lambda p: second(lambda y: k(p, y), q, q + 0.1), 0)(x),
+            lambda k, q: jax.vmap(lambda p: second_directional(lambda y: k(p, y), q, q + 0.1))(x),
         ):
             np.testing.assert_allclose(fn(lean, q), fn(per_point, q), rtol=0, atol=2e-13)
     with pytest.raises(ValueError, match="spans x3"):

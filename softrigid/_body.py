@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 from jax import Array
 
-from ._math import rmatvec, vee
+from ._math import rmatvec, skew, vee
 
 __all__ = [
     "Body",
@@ -44,6 +44,7 @@ __all__ = [
     "MassMoments",
     "VelocityMoments",
     "dalembert_wrench",
+    "generalized_inertia",
     "kinetic_energy",
 ]
 
@@ -185,6 +186,30 @@ def dalembert_wrench(
         + h.generalized
     )
     return BodyWrench(force, moment, gen)
+
+
+def generalized_inertia(m: MassMoments) -> Array:
+    """The body's generalized inertia `𝓜` `(6 + n_B, 6 + n_B)`, symmetric: the part of
+    `−(F*, T*, π*)` linear in `(a, ω̇, q̈_B)` (`dalembert_wrench` at zero velocity),
+
+        𝓜 = [[m 1,  −[s]×,  Sᵀ],
+             [[s]×,  I_O,    V ],
+             [S,     Vᵀ,     M_B]],   V_j = vee(Q_j − Q_jᵀ) = Σ m p × J_j,  M_B = [tr B_jl].
+
+    With it the body's inertial wrench about the origin of `S_i` and its generalized inertial
+    force are `−(F*, T*, π*) = 𝓜 (a, ω̇, q̈_B) + (the velocity terms)`."""
+    s, n = m.first, m.jac_first.shape[0]
+    dtype = s.dtype
+    v = _vee2(m.jac_second).T  # (3, n)
+    top = jnp.concatenate(
+        [m.mass * jnp.eye(3, dtype=dtype), -skew(s), m.jac_first.T.reshape(3, n)], axis=1
+    )
+    mid = jnp.concatenate([skew(s), _inertia(m), v.reshape(3, n)], axis=1)
+    low = jnp.concatenate(
+        [m.jac_first.reshape(n, 3), v.T.reshape(n, 3), jnp.trace(m.jac_jac, axis1=2, axis2=3)],
+        axis=1,
+    )
+    return jnp.concatenate([top, mid, low.reshape(n, 6 + n)], axis=0)
 
 
 def kinetic_energy(m: MassMoments, qd: Array, v: Array, w: Array) -> Array:

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from . import _recursion as rec
+from ._articulated import articulated_accelerations, choose_solver
 from ._energy import internal_forces
 from ._entry import algorithm, check_positive_definite
 from ._loads import external_loads
@@ -24,6 +25,7 @@ from ._model import Robot
 
 __all__ = [
     "DynamicsTerms",
+    "accelerations",
     "actuation",
     "actuation_force",
     "actuation_matrix",
@@ -243,10 +245,37 @@ def solve_accelerations(robot: Robot, t: DynamicsTerms, u: Array, check: bool = 
     return jax.scipy.linalg.cho_solve((factor, lower), t.actuation @ u - t.bias)
 
 
-@algorithm()
-def forward_dynamics(robot: Robot, q: Array, qd: Array, u: Array, loads: Any = None) -> Array:
-    """Forward dynamics `q̈ = M⁻¹ (A(q) u − c − g − s + Q_ext)` `(n_q,)`, from `dynamics_terms`
-    and a Cholesky solve.
+def accelerations(
+    robot: Robot, q: Array, qd: Array, u: Array, loads: tuple = (), solver: str = "cholesky"
+) -> Array:
+    """`q̈` of `M q̈ + bias = A(q) u` (unchecked core) by `solver`: `"cholesky"` (`M` and a
+    Cholesky solve) or `"articulated"` (the `O(N)` articulated-body recursion)."""
+    if solver == "articulated":
+        return articulated_accelerations(robot, q, qd, actuation(robot, q) @ u, loads)
+    return solve_accelerations(robot, terms(robot, q, qd, loads), u)
+
+
+@algorithm(static_argnames=("solver",))
+def _forward_dynamics(
+    robot: Robot, q: Array, qd: Array, u: Array, loads: Any = None, solver: str = "cholesky"
+) -> Array:
+    return accelerations(robot, q, qd, u, loads, solver)
+
+
+def forward_dynamics(
+    robot: Robot, q: Array, qd: Array, u: Array, loads: Any = None, solver: str = "auto"
+) -> Array:
+    """Forward dynamics `q̈ = M⁻¹ (A(q) u − c − g − s + Q_ext)` `(n_q,)`.
+
+    Two algorithms give the same `q̈` (to rounding):
+    - `"cholesky"`: `M` by the recursion with `n_q` unit accelerations (`dynamics_terms`) and a
+      Cholesky solve, `O(N²)` passes and an `O(N³)` factorization;
+    - `"articulated"`: the articulated-body recursion for model-agnostic links (`O(N)`,
+      `docs/articulated.md`): each link's joint and body coordinates are condensed into a
+      6 × 6 articulated inertia seen at its proximal frame, from the tip in, and solved from
+      the base out;
+    - `"auto"` (default): articulated from 8 links on, where it was measured faster
+      (`benchmarks/articulated.py`), else Cholesky.
 
     Args:
         robot: the robot.
@@ -254,8 +283,11 @@ def forward_dynamics(robot: Robot, q: Array, qd: Array, u: Array, loads: Any = N
         u: `(n_u,)` the robot's inputs: actuator inputs, or the generalized forces `ν` when
             the robot has no actuators.
         loads: optional external loads.
+        solver: `"auto"`, `"articulated"` or `"cholesky"`.
     """
-    return solve_accelerations(robot, terms(robot, q, qd, loads), u)
+    if isinstance(robot, Robot):
+        solver = choose_solver("forward_dynamics", robot, solver)
+    return _forward_dynamics(robot, q, qd, u, loads, solver=solver)
 
 
 @algorithm()

@@ -31,10 +31,11 @@ import numpy as np
 from jax import Array
 from scipy.integrate import solve_ivp
 
+from ._articulated import articulated_accelerations, choose_solver
 from ._constraints import Constraint, check_constraints, constrained_accelerations
 from ._controller import Controller
 from ._derivatives import derivatives
-from ._dynamics import DynamicsTerms, solve_accelerations, terms
+from ._dynamics import DynamicsTerms, actuation, solve_accelerations, terms
 from ._entry import check_robot
 from ._loads import check_loads
 from ._model import Robot
@@ -59,13 +60,16 @@ class Dynamics(NamedTuple):
 
     `law(t, q, q̇, terms) -> u` gives the robot's inputs; `terms` is the stage's
     `DynamicsTerms` when `needs_terms` (a `Controller`), else `None`. `constraints`
-    (`softrigid.constraints`) act through the Udwadia–Kalaba equation in `accel`."""
+    (`softrigid.constraints`) act through the Udwadia–Kalaba equation in `accel`. `solver`
+    (`"cholesky"` or `"articulated"`) computes `q̈` in `accel` when neither the controller nor
+    the constraints need `M` (then `M` is built anyway and the Cholesky solve shares it)."""
 
     robot: Robot
     loads: tuple
     law: Callable[[Array, Array, Array, DynamicsTerms | None], Array]
     needs_terms: bool
     constraints: tuple[Constraint, ...] = ()
+    solver: str = "cholesky"
 
     def checked(self, u: Any, q: Array) -> Array:
         u = jnp.asarray(u, dtype=q.dtype)
@@ -86,6 +90,10 @@ class Dynamics(NamedTuple):
         """`q̈ = M⁻¹ (A u − bias)`, or the Udwadia–Kalaba accelerations under `constraints`,
         the terms evaluated once and shared with the controller (a singular `M` gives NaN,
         reported by the driver as a divergence)."""
+        if self.solver == "articulated" and not (self.needs_terms or self.constraints):
+            u = self.checked(self.law(t, q, qd, None), q)
+            nu = actuation(self.robot, q) @ u
+            return articulated_accelerations(self.robot, q, qd, nu, self.loads, check=False)
         tm = terms(self.robot, q, qd, self.loads)
         u = self.checked(self.law(t, q, qd, tm), q)
         if self.constraints:
@@ -104,16 +112,21 @@ class Dynamics(NamedTuple):
 
 
 def make_dynamics(
-    robot: Robot, loads: tuple, controller: Any, constraints: tuple[Constraint, ...] = ()
+    robot: Robot,
+    loads: tuple,
+    controller: Any,
+    constraints: tuple[Constraint, ...] = (),
+    solver: str = "cholesky",
 ) -> Dynamics:
-    """`Dynamics` for `controller`: `None`, a `Controller` or a callable `u(t, q, q̇)`."""
+    """`Dynamics` for `controller`: `None`, a `Controller` or a callable `u(t, q, q̇)`;
+    `solver` is `"cholesky"` or `"articulated"` (resolved by `choose_solver`)."""
     if controller is None:
         dyn = Dynamics(robot, loads, lambda t, q, qd, tm: jnp.zeros(robot.n_u, q.dtype), False)
     elif isinstance(controller, Controller):
         dyn = Dynamics(robot, loads, lambda t, q, qd, tm: controller(t, q, qd, tm), True)
     else:
         dyn = Dynamics(robot, loads, lambda t, q, qd, tm: controller(t, q, qd), False)
-    return dyn._replace(constraints=constraints)
+    return dyn._replace(constraints=constraints, solver=solver)
 
 
 class State(NamedTuple):
@@ -368,7 +381,11 @@ def _radau_callbacks(dyn: Dynamics) -> tuple[Callable, Callable]:
 
 
 def vector_field(
-    robot: Robot, controller: Any = None, loads: Any = None, constraints: Any = None
+    robot: Robot,
+    controller: Any = None,
+    loads: Any = None,
+    constraints: Any = None,
+    solver: str = "auto",
 ) -> Callable[[Array, tuple[Array, Array]], tuple[Array, Array]]:
     """The first-order vector field of the closed loop, for the user's own ODE solvers:
 
@@ -387,12 +404,15 @@ def vector_field(
             `DynamicsTerms`) or a callable `u(t, q, q̇)` `(n_u,)`.
         loads: constant external loads.
         constraints: optional `softrigid.constraints` equality constraints.
+        solver: how `q̈` is computed, as `softrigid.forward_dynamics`: `"auto"`,
+            `"articulated"` (`O(N)`) or `"cholesky"`.
     """
     robot = check_robot(robot)
+    solver = choose_solver("vector_field", robot, solver)
     loads = check_loads(robot, loads)
     if controller is not None and not callable(controller):
         raise TypeError("vector_field: controller must be a Controller, a callable or None")
-    dyn = make_dynamics(robot, loads, controller, check_constraints(constraints))
+    dyn = make_dynamics(robot, loads, controller, check_constraints(constraints), solver)
 
     def f(t: Array, y: tuple[Array, Array]) -> tuple[Array, Array]:
         q, qd = y

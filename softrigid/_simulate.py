@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ._articulated import choose_solver
 from ._charts import has_charts, rechart
 from ._constraints import Constraint, check_constraints, check_constraints_at
 from ._controller import Controller
@@ -101,9 +102,10 @@ class _Progress:
 
 
 def _dynamics(
-    robot: Robot, loads: tuple, policy: Any, controller: Any, constraints: tuple
+    robot: Robot, loads: tuple, policy: Any, controller: Any, constraints: tuple, solver: str
 ) -> Dynamics:
-    return make_dynamics(robot, loads, policy if policy is not None else controller, constraints)
+    law = policy if policy is not None else controller
+    return make_dynamics(robot, loads, law, constraints, solver)
 
 
 def _rechart(robot: Robot, state: State, implicit: bool) -> State:
@@ -129,8 +131,9 @@ def _run(
     period: int | None,
     check: bool,
     progress: bool,
+    solver: str,
 ) -> tuple[Trajectory, Array]:
-    dyn = _dynamics(robot, loads, policy, controller, constraints)
+    dyn = _dynamics(robot, loads, policy, controller, constraints, solver)
     charts = has_charts(robot)
     every = max(1, n_steps // _REPORTS)
 
@@ -202,7 +205,7 @@ def _check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Ar
 
 _run_jit = jax.jit(
     _run,
-    static_argnames=("n_steps", "scheme", "controller", "period", "check", "progress"),
+    static_argnames=("n_steps", "scheme", "controller", "period", "check", "progress", "solver"),
 )
 
 
@@ -258,6 +261,7 @@ def simulate(
     control_period: float | None = None,
     progress: bool = False,
     constraints: Constraint | Sequence[Constraint] | None = None,
+    solver: str = "auto",
 ) -> Trajectory:
     """Integrate the forward dynamics from `(q0, qd0)` over `[0, t_final]` on a fixed grid.
 
@@ -286,6 +290,9 @@ def simulate(
             `Nonholonomic`, `AccelerationForm`, or a sequence of them), imposed by the
             Udwadia–Kalaba equation; the explicit methods (`"rk4"`, `"semi_implicit_euler"`)
             support them.
+        solver: how the accelerations are computed, as `softrigid.forward_dynamics`:
+            `"auto"` (default), `"articulated"` (`O(N)`) or `"cholesky"`. A `Controller`
+            (which reads `M`) or constraints use the Cholesky solve of the `M` they build.
 
     Returns:
         a `Trajectory(t, q, qd, u)`. Rotation vectors of `Spherical` and `Free` joints are
@@ -308,6 +315,7 @@ def simulate(
             )
     q0, qd0 = check_states(robot, q0=q0, qd0=qd0)
     scheme = _scheme(method)
+    solver = choose_solver("simulate", robot, solver)
     if controller is not None and not callable(controller):
         raise TypeError(
             "simulate: controller must be a Controller, a callable u(t, q, qd), or None"
@@ -337,7 +345,7 @@ def simulate(
         check_constraints_at("simulate", constraints, jnp.zeros((), q0.dtype), q0, qd0)
     if isinstance(scheme, Radau):
         return _simulate_radau(
-            robot, q0, qd0, dt, n_steps, scheme, controller, loads, period, eager
+            robot, q0, qd0, dt, n_steps, scheme, controller, loads, period, eager, solver
         )
     # traced (inside the user's jit/vmap/grad): the run-time check inside the program reports a
     # failure; eager: the trajectory is checked here, naming the exact time
@@ -355,6 +363,7 @@ def simulate(
         period,
         not eager,
         bool(progress),
+        solver,
     )
     if eager and progress:
         jax.effects_barrier()
@@ -390,6 +399,7 @@ def _simulate_radau(
     loads: tuple,
     period: int | None,
     eager: bool,
+    solver: str,
 ) -> Trajectory:
     if not eager:
         raise TypeError(
@@ -398,7 +408,7 @@ def _simulate_radau(
         )
     if period is not None:
         raise ValueError("simulate: control_period is not supported by method 'radau'")
-    dyn = make_dynamics(robot, loads, controller)
+    dyn = make_dynamics(robot, loads, controller, solver=solver)
     times = dt * np.arange(n_steps + 1)
     q, qd = scheme.integrate(dyn, q0, qd0, times)
     t, q, qd = (jnp.asarray(x, q0.dtype) for x in (times, q, qd))

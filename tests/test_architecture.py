@@ -239,6 +239,7 @@ LAYERS = [
     {"_model", "_charts"},
     {"_recursion"},
     {"_loads", "_entry", "_chain", "_energy"},
+    {"_articulated"},
     {"_dynamics", "lagrangian"},
     {"_derivatives"},
     {

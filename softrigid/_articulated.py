@@ -1,0 +1,247 @@
+"""Forward dynamics in `O(N)`: the articulated-body recursion for model-agnostic links.
+
+`docs/articulated.md` derives it; the names below are that note's. Everything of link `i` is in
+its distal frame `S_i`:
+
+- `A_i = (a_i, ω̇_i)`: the motion of `S_i` (acceleration of its origin, angular acceleration);
+- `X_i`: the part of `A_i` produced by `A_{i−1}`, `a_i = Rᵀ (a_{i−1} − t × ω̇_{i−1})`,
+  `ω̇_i = Rᵀ ω̇_{i−1}`; its transpose carries a wrench `(F, T)` at `S_i` to `S_{i−1}`:
+  `(R F, R T + t × R F)` (the backward pass of `algorithm.md`);
+- `Φ_i = [Rᵀ ∂t_i/∂q_i; Rᵀ G_i]` `(6, n_i)` and `c_i` (the `q̇`-quadratic terms of the forward
+  pass), so that `A_i = X_i A_{i−1} + c_i + Φ_i q̈_i`;
+- `𝓜_i` the body's generalized inertia and `β_i` its velocity and load terms
+  (`generalized_inertia`): `(W_i^body, π_i) = 𝓜_i (A_i, q̈_Bi) + β_i`, `W = −(F*, T*)`;
+- `Ŝ_i = [Φ_i; E_i]` with `E_i` the body rows of `q_i`; `τ_i` the link's rows of
+  `A(q) u − s(q, q̇) + Q_ext`.
+
+Inward pass, `i = N … 1`, with `(I^A_{i+1}, p^A_{i+1})` the articulated inertia and bias of the
+links `i+1 … N` seen at `S_i` (zero for `i = N`):
+
+    H_i = 𝓜_i + diag(I^A_{i+1}, 0),   U_i = (H_i Ŝ_i)[:6],   D_i = Ŝ_iᵀ H_i Ŝ_i
+    u_i = τ_i − Ŝ_iᵀ (β_i + (p^A_{i+1}, 0))
+    I^a_i = H_i[:6, :6] − U_i D_i⁻¹ U_iᵀ,   p^a_i = β_i[:6] + p^A_{i+1} + U_i D_i⁻¹ u_i
+    I^A_i = X_iᵀ I^a_i X_i,   p^A_i = X_iᵀ (I^a_i c_i + p^a_i)
+
+Outward pass, `i = 1 … N`, from `A_0 = (−gravity, 0)`:
+
+    Ā_i = X_i A_{i−1} + c_i,   q̈_i = D_i⁻¹ (u_i − U_iᵀ Ā_i),   A_i = Ā_i + Φ_i q̈_i
+
+Each step is a fixed number of `6 × 6`, `6 × n_i` and `n_i × n_i` operations (a Cholesky
+factorization of `D_i`), so the cost is linear in the number of links; the position-level terms
+are those of the recursion (`softrigid._recursion`), computed once. Links of a group (identical
+structure) are one `lax.scan` per pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from . import _recursion as rec
+from ._body import generalized_inertia
+from ._energy import internal_forces
+from ._entry import PREFIX, describe_coordinate
+from ._loads import external_loads
+from ._math import rmatvec, skew
+from ._model import Robot
+
+__all__ = ["SOLVERS", "articulated_accelerations", "choose_solver"]
+
+
+_UNROLLED = 12
+
+
+class _Links(NamedTuple):
+    """Per-link inputs of the passes for one group (leading axis: the group's links)."""
+
+    rot: Array  # R_i (size, 3, 3)
+    trans: Array  # t_i (size, 3)
+    phi: Array  # Φ_i (size, 6, n)
+    inertia: Array  # 𝓜_i (size, 6 + n_B, 6 + n_B)
+    bias: Array  # β_i (size, 6 + n_B)
+    c: Array  # c_i (size, 6)
+    tau: Array  # τ_i (size, n)
+
+
+def _transform(rot: Array, trans: Array) -> Array:
+    """`X_i` `(6, 6)`: `a_i = Rᵀ a − Rᵀ [t]× ω̇`, `ω̇_i = Rᵀ ω̇`."""
+    rt = rot.T
+    zero = jnp.zeros((3, 3), rot.dtype)
+    return jnp.block([[rt, -rt @ skew(trans)], [zero, rt]])
+
+
+def _spd_solve(d: Array, rhs: Array) -> tuple[Array, Array]:
+    """`D⁻¹ rhs` and the Cholesky pivots of the symmetric positive definite `D` `(n, n)`.
+
+    For `n ≤ 12` the factorization `D = L Lᵀ` and the two triangular solves are unrolled into
+    elementwise operations that XLA fuses into a few kernels (a LAPACK call per link costs more
+    than the arithmetic); larger `D` goes to LAPACK."""
+    n = d.shape[0]
+    if n > _UNROLLED:
+        chol = jnp.linalg.cholesky(d)
+        return jax.scipy.linalg.cho_solve((chol, True), rhs), jnp.diagonal(chol)
+    cols: list[Array] = []  # the columns of L below and on the diagonal, L[j:, j]
+    pivots = []
+    for j in range(n):
+        # L[j:, j] = (D[j:, j] − Σ_{k<j} L[j:, k] L[j, k]) / L[j, j]
+        v = d[j:, j]
+        for k in range(j):
+            v = v - cols[k][j - k :] * cols[k][j - k]
+        pivot = jnp.sqrt(v[0])
+        pivots.append(pivot)
+        cols.append(v / pivot)
+    # L y = rhs, then Lᵀ x = y
+    y: list[Array] = []
+    for i in range(n):
+        r = rhs[i]
+        for k in range(i):
+            r = r - cols[k][i - k] * y[k]
+        y.append(r / pivots[i])
+    x: list[Array] = [y[0]] * n
+    for i in reversed(range(n)):
+        r = y[i]
+        for k in range(i + 1, n):
+            r = r - cols[i][k - i] * x[k]
+        x[i] = r / pivots[i]
+    return jnp.stack(x), jnp.stack(pivots)
+
+
+def _inward(n_joint: int, carry: tuple[Array, Array], x: _Links) -> tuple[Any, Any]:
+    ia_child, pa_child = carry
+    n, n_body = x.phi.shape[1], x.inertia.shape[0] - 6
+    # H_i = 𝓜_i + diag(I^A_{i+1}, 0),  β_i + (p^A_{i+1}, 0)
+    h = x.inertia.at[:6, :6].add(ia_child)
+    beta = x.bias.at[:6].add(pa_child)
+    if n == 0:  # a fixed joint and a rigid body: the link moves with its parent
+        ia, pa, outputs = h[:6, :6], beta[:6], (jnp.zeros((0, 6)), jnp.zeros(0), jnp.array(True))
+    else:
+        # Ŝ_i = [Φ_i; E_i]
+        e = jnp.eye(n_body, n, k=n_joint, dtype=h.dtype)
+        s_hat = jnp.concatenate([x.phi, e])
+        hs = h @ s_hat
+        u_mat, d = hs[:6], s_hat.T @ hs
+        u = x.tau - s_hat.T @ beta
+        # [D⁻¹ Uᵀ, D⁻¹ u] (n, 7)
+        sol, pivots = _spd_solve(d, jnp.concatenate([u_mat.T, u[:, None]], axis=1))
+        dinv_ut, dinv_u = sol[:, :6], sol[:, 6]
+        ok = jnp.all(jnp.isfinite(pivots) & (pivots > 0))
+        # I^a = H[:6, :6] − U D⁻¹ Uᵀ,  p^a = β[:6] + U D⁻¹ u
+        ia = h[:6, :6] - u_mat @ dinv_ut
+        pa = beta[:6] + u_mat @ dinv_u
+        outputs = (dinv_ut, dinv_u, ok)
+    # I^A_i = Xᵀ I^a X,  p^A_i = Xᵀ (I^a c + p^a)
+    xt = _transform(x.rot, x.trans)
+    ia = 0.5 * (ia + ia.T)
+    return (xt.T @ ia @ xt, xt.T @ (ia @ x.c + pa)), outputs
+
+
+def _outward(acc: Array, x: tuple[Array, ...]) -> tuple[Array, Array]:
+    rot, trans, phi, c, dinv_ut, dinv_u = x
+    a, dw = acc[:3], acc[3:]
+    # Ā_i = X_i A_{i−1} + c_i
+    abar = jnp.concatenate([rmatvec(rot, a - jnp.cross(trans, dw)), rmatvec(rot, dw)]) + c
+    # q̈_i = D⁻¹ (u_i − U_iᵀ Ā_i),  A_i = Ā_i + Φ_i q̈_i
+    qdd = dinv_u - dinv_ut @ abar
+    return abar + phi @ qdd, qdd
+
+
+def _bias_accelerations(pos: rec.LinkPosition, vel: rec.Velocity, w: Array) -> Array:
+    """`c_i` `(N, 6)`: the forward pass at `q̈ = 0`, `a_{i−1} = ω̇_{i−1} = 0`."""
+    w_prev = jnp.concatenate([jnp.zeros((1, 3), w.dtype), w[:-1]])
+    # c_a = Rᵀ (ω × (ω × t) + 2 ω × v_rel + ∂²t[q̇, q̇]),  c_ω = Rᵀ (ω × ω_rel + vee(∂²R[q̇, q̇] Rᵀ))
+    lin = (
+        jnp.cross(w_prev, jnp.cross(w_prev, pos.trans))
+        + 2.0 * jnp.cross(w_prev, vel.v_rel)
+        + vel.a_bias
+    )
+    ang = jnp.cross(w_prev, vel.w_rel) + vel.dw_bias
+    return jnp.einsum("nba,nkb->nka", pos.rot, jnp.stack([lin, ang], axis=1)).reshape(-1, 6)
+
+
+def _link_inputs(robot: Robot, q: Array, qd: Array, nu: Array, loads: tuple) -> list[_Links]:
+    pos = rec.position_level(robot, q)
+    vel = rec.velocity_level(robot, pos, q, qd)
+    w = rec.link_velocities(pos, vel.v_rel, vel.w_rel)[1]
+    c = _bias_accelerations(pos, vel, w)
+    zero = jnp.zeros_like(w)
+    # β_i: −(F*, T*, π*) at zero accelerations, with the loads as active forces
+    wrenches = rec.body_terms(robot, pos, vel, jnp.zeros_like(q), rec.LinkMotion(w, zero, zero))
+    force = rec.concat([wr.force for wr in wrenches])
+    moment = rec.concat([wr.moment for wr in wrenches])
+    tau = nu - internal_forces(robot, q, qd)
+    if loads:
+        ext = external_loads(robot, q, pos, loads)
+        force, moment, tau = force + ext.force, moment + ext.moment, tau + ext.generalized
+    out = []
+    for k, g in enumerate(rec.groups(robot)):
+        rot, trans = g.rows(pos.rot), g.rows(pos.trans)
+        rt = jnp.swapaxes(rot, 1, 2)
+        # Φ_i = [Rᵀ ∂t_i/∂q_i; Rᵀ G_i]
+        phi = jnp.concatenate([rt @ pos.jac_t[k], rt @ pos.jac_w[k]], axis=1)
+        bias = -jnp.concatenate([g.rows(force), g.rows(moment), wrenches[k].generalized], axis=1)
+        inertia = jax.vmap(generalized_inertia)(pos.moments[k])
+        out.append(_Links(rot, trans, phi, inertia, bias, g.rows(c), g.coords(tau)))
+    return out
+
+
+# The Cholesky path builds `M` with `n_q` unit accelerations through the passes (`O(N²)`) and
+# factors it (`O(N³)`); the articulated path is `O(N)` with a larger constant. Measured on one
+# core (`benchmarks/articulated.py`): the articulated path is the faster from about 8 links.
+AUTO_LINKS = 8
+SOLVERS = ("auto", "articulated", "cholesky")
+
+
+def choose_solver(where: str, robot: Robot, solver: str) -> str:
+    """`"articulated"` or `"cholesky"` for the `solver` option (`"auto"`: articulated from
+    `AUTO_LINKS` links on)."""
+    if solver not in SOLVERS:
+        raise ValueError(f"{where}: solver must be one of {SOLVERS}, got {solver!r}")
+    if solver == "auto":
+        return "articulated" if robot.n_links >= AUTO_LINKS else "cholesky"
+    return solver
+
+
+def _check(robot: Robot, qdd: Array, ok: Array) -> Array:
+    """`q̈` unchanged, with a run-time check that every `D_i` was positive definite."""
+    msgs = tuple(
+        f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not positive "
+        f"definite ({describe_coordinate(robot, sl.start)} or another coordinate of the link): "
+        "nothing in the model moves with it (e.g. a map through stop_gradient or that ignores "
+        "q, a massless body) or the state is not finite."
+        if sl.stop > sl.start
+        else ""
+        for i, sl in enumerate(robot.q_slices())
+    )
+    # the inward pass runs tip to base and a singular D_i spoils every D_j, j < i: name the
+    # most distal failing link, the cause
+    last = ok.shape[0] - 1 - jnp.argmin(ok[::-1])
+    return eqx.branched_error_if(qdd, ~jnp.all(ok), last, msgs)
+
+
+def articulated_accelerations(
+    robot: Robot, q: Array, qd: Array, nu: Array, loads: tuple = (), check: bool = True
+) -> Array:
+    """`q̈` of `M q̈ + c + g + s − Q_ext = ν` (`ν = A(q) u`, the generalized input force) by
+    the articulated-body recursion (module docstring) in `O(N)` (unchecked core; `check` adds
+    the run-time positive-definiteness check of every `D_i`, naming the link)."""
+    groups = rec.groups(robot)
+    links = _link_inputs(robot, q, qd, nu, loads)
+    dtype = q.dtype
+    carry = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
+    solved: list[Any] = [None] * len(groups)
+    for k in reversed(range(len(groups))):
+        step = lambda cr, x, nj=groups[k].n_joint: _inward(nj, cr, x)  # noqa: E731
+        carry, solved[k] = jax.lax.scan(step, carry, links[k], reverse=True)
+    acc = jnp.concatenate([-robot.gravity.astype(dtype), jnp.zeros(3, dtype)])
+    parts, ok = [], []
+    for lk, (dinv_ut, dinv_u, good) in zip(links, solved):
+        xs = (lk.rot, lk.trans, lk.phi, lk.c, dinv_ut.astype(dtype), dinv_u.astype(dtype))
+        acc, qdd = jax.lax.scan(_outward, acc, xs)
+        parts.append(qdd.reshape(-1))
+        ok.append(good)
+    qdd = rec.concat(parts)
+    return _check(robot, qdd, rec.concat(ok)) if check else qdd

@@ -1,0 +1,229 @@
+"""The `O(N)` articulated-body forward dynamics (`softrigid._articulated`) against the Cholesky
+path (`M` by the recursion, Cholesky solve): mixed chains of every joint and body family, free
+base, springs, external loads and actuators, at random states and at `q = 0` (zero curvature,
+the singular point of the closed forms); derivatives through it; its run-time check; and its
+use by `simulate` and `vector_field`."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from robots import mixed_robot, random_inertia, random_rigid_chain, random_state, small_robot
+
+import softrigid as sr
+from softrigid import joints, kinematics, quadrature
+from softrigid._articulated import articulated_accelerations, choose_solver
+from softrigid.actuators import JointMotor, Tendon
+from softrigid.kinematics import lvp
+from softrigid.materials import CosseratRod
+
+LENGTH = 0.2
+VOLUME = quadrature.cylinder(0.02, LENGTH, n_axial=3, n_radial=1, n_angular=3)
+
+
+def _soft(kin, material=None, **extra):
+    return sr.SoftBody(kin, VOLUME, density=1000.0, material=material, **extra)
+
+
+def _rigid(seed):
+    rng = np.random.default_rng(seed)
+    mass = rng.uniform(0.3, 1.0)
+    return sr.RigidBody(
+        mass,
+        rng.uniform(-0.05, 0.05, 3),
+        random_inertia(rng, mass, 0.1),
+        distal=(np.eye(3), (0.0, 0.05, 0.1)),
+    )
+
+
+def _families_robot(cosserat: bool) -> sr.Robot:
+    """Every joint family (fixed, revolute, prismatic, helical, cylindrical, universal, planar,
+    spherical, free) and every body family (rigid, planar CC, 3D CC, planar PCS, a
+    volume-preserving composition and, with `cosserat`, a Cosserat rod with a strain basis),
+    joint springs, rod materials, a motor and a tendon. The fixed joint carries a rigid body: a
+    link without coordinates."""
+    rod = CosseratRod(2e5, 7e4, eta=0.02)
+    if cosserat:
+        kin = kinematics.Cosserat(
+            LENGTH, kinematics.PiecewiseConstant(LENGTH, 2, ("bend", "axial")), n_steps=2
+        )
+        cylindrical = sr.Link(joints.Cylindrical((0, 0, 1)), _soft(kin, rod))
+    else:
+        cylindrical = sr.Link(joints.Cylindrical((0, 0, 1)), _rigid(4))
+    links = [
+        sr.Link(joints.Free(), _rigid(0)),
+        sr.Link(joints.Revolute((0, 1, 0), stiffness=2.0, damping=0.1), _rigid(1)),
+        sr.Link(joints.Fixed(origin=(np.eye(3), (0.0, 0.0, 0.05))), _rigid(2)),
+        sr.Link(joints.Helical((1, 0, 0), pitch=0.02), _soft(kinematics.PlanarPCS(LENGTH), rod)),
+        sr.Link(
+            joints.Universal((1, 0, 0), (0, 1, 0)), _soft(kinematics.ConstantCurvature3D(LENGTH))
+        ),
+        cylindrical,
+        sr.Link(
+            joints.Prismatic((0, 0, 1)), _soft(kinematics.PlanarConstantCurvature(LENGTH), rod)
+        ),
+        sr.Link(joints.Planar((0, 1, 0)), _rigid(3)),
+        sr.Link(joints.Spherical(), _soft(lvp.Bend(lvp.Polynomial([[0.0, 1.0]], LENGTH)))),
+    ]
+    actuators = (JointMotor(1), Tendon([3], (0.01, 0.0)))
+    return sr.Robot(links, gravity=(0.5, -1.0, -9.81), actuators=actuators)
+
+
+@pytest.fixture(scope="module")
+def families():
+    # the Cosserat rod alone costs 30 s of compilation: it is in the slow test below
+    return _families_robot(cosserat=False)
+
+
+def _loads(robot):
+    soft = next(i for i, link in enumerate(robot.links) if isinstance(link.body, sr.SoftBody))
+    return (
+        sr.PointLoad(soft, (0.01, 0.0, 0.5 * LENGTH), (0.3, -0.7, 1.1), frame="distal"),
+        sr.Wrench(robot.n_links - 1, (1.0, 0.5, -0.2), (0.05, -0.02, 0.01)),
+    )
+
+
+def _both(robot, q, qd, u, loads=()):
+    cholesky = sr.forward_dynamics(robot, q, qd, u, loads=loads, solver="cholesky")
+    articulated = sr.forward_dynamics(robot, q, qd, u, loads=loads, solver="articulated")
+    return np.asarray(cholesky), np.asarray(articulated)
+
+
+def _assert_same(cholesky, articulated, rtol=1e-10):
+    scale = max(1.0, float(np.max(np.abs(cholesky))))
+    np.testing.assert_allclose(articulated, cholesky, rtol=0, atol=rtol * scale)
+
+
+def _compare_at_random_and_zero_states(robot, seed):
+    # a random state, then q = 0 (straight rods: the removable singularities of the closed
+    # forms) at rest and with a velocity; the loads in every call (one compilation)
+    q, qd, _ = random_state(robot, seed, scale=0.4)
+    u = jnp.asarray(np.random.default_rng(seed).normal(size=robot.n_u))
+    _assert_same(*_both(robot, q, qd, u, _loads(robot)))
+    z = jnp.zeros(robot.n_q)
+    _assert_same(*_both(robot, z, z, u, _loads(robot)))
+    _assert_same(*_both(robot, z, qd, u, _loads(robot)))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_equals_cholesky_on_every_family(families, seed):
+    _compare_at_random_and_zero_states(families, seed)
+
+
+@pytest.mark.slow
+def test_equals_cholesky_with_a_cosserat_rod():
+    _compare_at_random_and_zero_states(_families_robot(cosserat=True), 2)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_equals_cholesky_on_mixed_chains(seed):
+    # free base, a group of identical revolute + CC links (scanned together), springs, a
+    # random gravity direction
+    robot = mixed_robot(seed)
+    q, qd, _ = random_state(robot, seed)
+    u = jnp.asarray(np.random.default_rng(seed).normal(size=robot.n_u))
+    _assert_same(*_both(robot, q, qd, u, _loads(robot)))
+
+
+def _derivative_case():
+    robot = small_robot(0)
+    q, qd, _ = random_state(robot, 3)
+    u = jnp.asarray(np.random.default_rng(3).normal(size=robot.n_u))
+
+    def fd(solver):
+        return lambda q, qd: sr.forward_dynamics(robot, q, qd, u, solver=solver)
+
+    return fd, jax.jacfwd(fd("cholesky"), argnums=(0, 1))(q, qd), (q, qd)
+
+
+def test_reverse_mode_matches_the_cholesky_path():
+    # reverse mode through the two scans and the unrolled Cholesky factorizations against
+    # forward mode through the Cholesky path
+    fd, jac_c, state = _derivative_case()
+    jac_a = jax.jacrev(fd("articulated"), argnums=(0, 1))(*state)
+    for a, c in zip(jac_a, jac_c):
+        np.testing.assert_allclose(a, c, rtol=0, atol=1e-9 * np.max(np.abs(c)))
+
+
+@pytest.mark.slow
+def test_forward_mode_matches_the_cholesky_path():
+    fd, jac_c, state = _derivative_case()
+    jac_a = jax.jacfwd(fd("articulated"), argnums=(0, 1))(*state)
+    for a, c in zip(jac_a, jac_c):
+        np.testing.assert_allclose(a, c, rtol=0, atol=1e-9 * np.max(np.abs(c)))
+
+
+def test_batched_and_jitted():
+    robot = small_robot(1)
+    states = [random_state(robot, s) for s in range(4)]
+    q = jnp.stack([s[0] for s in states])
+    qd = jnp.stack([s[1] for s in states])
+    u = jnp.zeros((4, robot.n_u))
+    batched = jax.jit(jax.vmap(lambda q, qd, u: articulated_accelerations(robot, q, qd, u)))
+    ref = jax.vmap(lambda q, qd, u: sr.forward_dynamics(robot, q, qd, u, solver="cholesky"))
+    np.testing.assert_allclose(batched(q, qd, u), ref(q, qd, u), rtol=0, atol=1e-10)
+
+
+def _frozen_robot():
+    # a body map through stop_gradient: its coordinate has no inertia (D_1 = 0)
+    def frozen(x, q):
+        return x + jax.lax.stop_gradient(q[0]) * jnp.array([x[2], 0.0, 0.0])
+
+    body = sr.SoftBody(
+        frozen,
+        VOLUME,
+        density=1000.0,
+        n_q=1,
+        pivot=(0.0, 0.0, LENGTH),
+        contact_points=((0.02, 0.0, LENGTH), (0.0, 0.02, LENGTH)),
+    )
+    rigid = sr.RigidBody(1.0, (0.0, 0.0, 0.0), 1e-3 * jnp.eye(3))
+    return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid), sr.Link(joints.Fixed(), body)])
+
+
+def test_singular_articulated_inertia_is_reported():
+    robot = _frozen_robot()
+    z = jnp.zeros(2)
+    message = (
+        r"forward_dynamics: the articulated inertia D_1 of link 1 is not positive definite "
+        r"\(link 1, body coordinate 0"
+    )
+    with pytest.raises(ValueError, match=message):
+        sr.forward_dynamics(robot, z, z, z, solver="articulated")
+    jitted = jax.jit(lambda q: articulated_accelerations(robot, q, z, z))
+    with pytest.raises(Exception, match=message):
+        jax.block_until_ready(jitted(z))
+
+
+def test_solver_choice():
+    robot = mixed_robot(0)
+    assert choose_solver("f", robot, "auto") == "cholesky"  # 3 links
+    assert choose_solver("f", robot, "articulated") == "articulated"
+    z = jnp.zeros(robot.n_q)
+    with pytest.raises(ValueError, match=r"forward_dynamics: solver must be one of"):
+        sr.forward_dynamics(robot, z, z, z, solver="aba")
+    with pytest.raises(ValueError, match=r"simulate: solver must be one of"):
+        sr.simulate(robot, z, z, 0.01, 0.01, solver="featherstone")
+
+
+def test_simulate_and_vector_field_use_it():
+    # the option reaches the integrator and the vector field (a rigid chain: the plumbing is
+    # the point, the physics is tested above)
+    robot, _ = random_rigid_chain(4, n_links=3, kinds=("revolute", "prismatic"))
+    q0, qd0, _ = random_state(robot, 2)
+
+    def law(t, q, qd):
+        return -0.5 * qd
+
+    runs = [
+        sr.simulate(robot, q0, qd0, 0.02, 0.005, controller=law, solver=s)
+        for s in ("articulated", "cholesky")
+    ]
+    np.testing.assert_allclose(runs[0].q, runs[1].q, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(runs[0].u, runs[1].u, rtol=0, atol=1e-11)
+    qd_a, qdd_a = sr.vector_field(robot, law, solver="articulated")(0.0, (q0, qd0))
+    qdd_c = sr.forward_dynamics(robot, q0, qd0, law(0.0, q0, qd0), solver="cholesky")
+    np.testing.assert_array_equal(qd_a, qd0)
+    np.testing.assert_allclose(qdd_a, qdd_c, rtol=0, atol=1e-10 * np.max(np.abs(qdd_c)))

@@ -55,9 +55,16 @@ def _time(fd, state) -> dict[str, float]:
     return {"first_s": first, **time_call(lambda: fd(*state))}
 
 
-def _batched(fd, states) -> dict[str, float]:
+def _batched(fd, states) -> dict[str, float] | None:
+    """Per-state time of `vmap(fd)` over the batch; `None` when the batch does not fit in
+    memory (the Cholesky paths hold `B` dense mass matrices and their `n_q` tangents)."""
     batched = jax.jit(jax.vmap(fd))
-    first = time_first_call(lambda: batched(*states))
+    try:
+        first = time_first_call(lambda: batched(*states))
+    except jax.errors.JaxRuntimeError as err:
+        if "RESOURCE_EXHAUSTED" not in str(err):
+            raise
+        return None
     timing = time_call(lambda: batched(*states), repeats=5)
     return {"first_s": first, "per_state_s": timing["median_s"] / states[0].shape[0]}
 
@@ -113,7 +120,7 @@ def measure(chain: str, n: int, batch: int, use_peers: bool) -> None:
     batched_ratios = {
         f"articulated/{name}": per_state["articulated"]["per_state_s"] / t["per_state_s"]
         for name, t in per_state.items()
-        if name != "articulated"
+        if name != "articulated" and t is not None and per_state["articulated"] is not None
     }
     emit(
         "articulated.forward_dynamics",
@@ -125,7 +132,9 @@ def measure(chain: str, n: int, batch: int, use_peers: bool) -> None:
         first_call_s={k: v["first_s"] for k, v in per_call.items()},
         ratio=ratios,
         batch=batch,
-        batched_per_state_us={k: 1e6 * v["per_state_s"] for k, v in per_state.items()},
+        batched_per_state_us={
+            k: None if v is None else 1e6 * v["per_state_s"] for k, v in per_state.items()
+        },
         batched_ratio=batched_ratios,
         articulated_vs_cholesky_rel=error,
     )

@@ -14,6 +14,7 @@ from jax import Array
 from ._module import is_concrete
 
 __all__ = [
+    "as_count",
     "as_float",
     "as_index",
     "as_placement",
@@ -173,20 +174,31 @@ def check_state(name: str, value: Any, n: int) -> Array:
     return arr
 
 
+def as_count(name: str, value: Any, minimum: int = 1) -> int:
+    """An integer `>= minimum` (an order, a number of nodes, steps or divisions): a `ValueError`
+    naming `name` otherwise (floats and booleans included)."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
 def as_index(name: str, value: Any) -> int:
-    """A non-negative integer index (a link index given before the robot is known)."""
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+    """A non-negative integer index (a link index given before the robot is known): a
+    `TypeError` for a non-integer, a `ValueError` for a negative one."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a non-negative integer index, got {value!r}")
+    if value < 0:
         raise ValueError(f"{name} must be a non-negative integer index, got {value!r}")
     return int(value)
 
 
 def check_index(name: str, value: Any, size: int) -> int:
-    """An integer index in `[0, size)` (the link-index validator once the robot is known)."""
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer index in [0, {size}), got {value!r}")
-    if not 0 <= value < size:
+    """An index in `[0, size)` (the link-index validator once the robot is known): `as_index`,
+    then a `ValueError` at or past `size`."""
+    index = as_index(name, value)
+    if index >= size:
         raise ValueError(f"{name} must be an integer in [0, {size}), got {value!r}")
-    return int(value)
+    return index
 
 
 def check_material_point(name: str, value: Any) -> Array:

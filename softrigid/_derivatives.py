@@ -1,8 +1,11 @@
 """Derivatives of the inverse dynamics in one call, for implicit integrators, Newton statics and
 linearization:
 
-    ν(q, q̇, q̈) = M(q) q̈ + c(q, q̇) + g(q) + s(q, q̇) − Q_ext(q) [− A(q) u],
-    returns (ν, M, ∂ν/∂q, ∂ν/∂q̇).
+    ν(q, q̇, q̈) = M(q) q̈ + c(q, q̇) + g(q) + s(q, q̇) − Q_ext(q),
+    returns (ν, M, ∂ν/∂q, ∂ν/∂q̇)
+
+(`inverse_dynamics_derivatives`); the implicit integrators take the same of the residual
+`ν − A(q) u` at fixed inputs (`residual_derivatives`).
 
 Everything a link contributes is a function of its own coordinates only: its pose and Jacobians
 `(R_i, t_i, ∂t_i/∂q_i, G_i)`, its body's mass moments, the velocity-level terms
@@ -37,7 +40,7 @@ from ._entry import algorithm
 from ._loads import external_loads
 from ._model import Link, Robot
 
-__all__ = ["InverseDynamicsDerivatives", "derivatives", "inverse_dynamics_derivatives"]
+__all__ = ["InverseDynamicsDerivatives", "inverse_dynamics_derivatives", "residual_derivatives"]
 
 
 class InverseDynamicsDerivatives(NamedTuple):
@@ -109,11 +112,10 @@ def _assemble(pos: list[_Position]) -> rec.LinkPosition:
     )
 
 
-def derivatives(
-    robot: Robot, q: Array, qd: Array, qdd: Array, loads: tuple = (), u: Array | None = None
+def _linearize(
+    robot: Robot, q: Array, qd: Array, qdd: Array, loads: tuple, u: Array | None
 ) -> InverseDynamicsDerivatives:
-    """`(ν, M, ∂ν/∂q, ∂ν/∂q̇)` (unchecked core, for use inside other compiled code, e.g. the
-    Newton iterations of the implicit integrators); with `u`, `ν` includes `− A(q) u`."""
+    """`(ν, M, ∂ν/∂q, ∂ν/∂q̇)`, with `ν − A(q) u` in place of `ν` when `u` is given."""
     terms = rec.map_groups(robot, _link_terms, rec.coords(q), rec.coords(qd))
     grav = -robot.gravity.astype(q.dtype)
     n = robot.n_q
@@ -145,33 +147,33 @@ def derivatives(
     return InverseDynamicsDerivatives(nu, mass, jac[:, :n], jac[:, n:])
 
 
-@algorithm(static_argnames=("actuated",))
-def _derivatives(
-    robot: Robot, q: Array, qd: Array, qdd: Array, u: Array, loads: Any, actuated: bool
+def residual_derivatives(
+    robot: Robot, q: Array, qd: Array, qdd: Array, loads: tuple, u: Array
 ) -> InverseDynamicsDerivatives:
-    return derivatives(robot, q, qd, qdd, loads, u if actuated else None)
+    """`(r, M, ∂r/∂q, ∂r/∂q̇)` of the dynamics residual `r = ν − A(q) u` at fixed inputs `u`
+    (`∂r/∂q` includes `−∂(A(q) u)/∂q`, e.g. of tendons): the unchecked core of the implicit
+    integrators' Newton iterations and of the Radau Jacobian, for use inside compiled code."""
+    return _linearize(robot, q, qd, qdd, loads, u)
 
 
+@algorithm()
 def inverse_dynamics_derivatives(
-    robot: Robot, q: Array, qd: Array, qdd: Array, u: Array | None = None, loads: Any = None
+    robot: Robot, q: Array, qd: Array, qdd: Array, loads: Any = None
 ) -> InverseDynamicsDerivatives:
     """`(ν, M, ∂ν/∂q, ∂ν/∂q̇)` at `(q, q̇, q̈)` in one call, sharing the position-level work.
 
-    With the robot's inputs `u`, `ν` is the residual `M q̈ + c + g + s − Q_ext − A(q) u` and
-    `∂ν/∂q` includes `−∂(A(q) u)/∂q` (the actuation's configuration dependence, e.g. tendons).
-    Each link's node-level terms are differentiated with respect to its own coordinates only
-    (`n_i` tangents), the passes over the links with respect to all of them (module docstring).
+    `ν = M q̈ + c + g + s − Q_ext` is the inverse dynamics (`softrigid.inverse_dynamics`),
+    whatever the robot's actuators: the inputs' `A(q) u` is not part of it (its derivative
+    is `jax.jacfwd` of `softrigid.actuation_force`). Each link's node-level terms are
+    differentiated with respect to its own coordinates only (`n_i` tangents), the passes over
+    the links with respect to all of them (module docstring).
 
     Args:
         robot: the robot.
         q, qd, qdd: `(n_q,)` configuration, velocity and acceleration.
-        u: optional `(n_u,)` inputs.
         loads: optional external loads.
 
     Returns:
         `InverseDynamicsDerivatives(nu, mass_matrix, d_q, d_qd)`; `∂ν/∂q̈ = M`.
     """
-    if u is None:
-        n_u = robot.n_u if isinstance(robot, Robot) else 0
-        return _derivatives(robot, q, qd, qdd, jnp.zeros(n_u), loads, actuated=False)
-    return _derivatives(robot, q, qd, qdd, u, loads, actuated=True)
+    return _linearize(robot, q, qd, qdd, loads, None)

@@ -13,15 +13,16 @@ converge; the driver (`softrigid._simulate`) reports it, never a silently wrong 
 
 The implicit schemes solve for the new acceleration `x = q̈₁` by Newton on the step residual
 `ν(q₁(x), q̇₁(x), x) = M q̈ + bias − A u` with the exact iteration matrix
-`∂ν/∂x = M + h_v ∂ν/∂q̇ + h_q ∂ν/∂q` (`softrigid._derivatives.derivatives`; the inputs `u` enter
-at their stage value, their own feedback `∂u/∂(q, q̇)` is left out of the matrix), inside
-`lax.custom_root`, so `jax.grad` differentiates the converged step by the implicit function
-theorem.
+`∂ν/∂x = M + h_v ∂ν/∂q̇ + h_q ∂ν/∂q` (`softrigid._derivatives.residual_derivatives`; the
+inputs `u` enter at their stage value, their own feedback `∂u/∂(q, q̇)` is left out of the
+matrix), inside `lax.custom_root`, so `jax.grad` differentiates the converged step by the
+implicit function theorem.
 """
 
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
@@ -34,7 +35,7 @@ from scipy.integrate import solve_ivp
 from ._articulated import articulated_accelerations, choose_solver
 from ._constraints import Constraint, check_constraints, constrained_accelerations
 from ._controller import Controller
-from ._derivatives import derivatives
+from ._derivatives import residual_derivatives
 from ._dynamics import DynamicsTerms, actuation, solve_accelerations, terms
 from ._entry import check_robot
 from ._loads import check_loads
@@ -50,6 +51,7 @@ __all__ = [
     "Radau",
     "SemiImplicitEuler",
     "State",
+    "closed_loop",
     "make_dynamics",
     "vector_field",
 ]
@@ -127,6 +129,19 @@ def make_dynamics(
     else:
         dyn = Dynamics(robot, loads, lambda t, q, qd, tm: controller(t, q, qd), False)
     return dyn._replace(constraints=constraints, solver=solver)
+
+
+def closed_loop(
+    robot: Robot,
+    loads: tuple,
+    policy: Controller | None,
+    law: Callable | None,
+    constraints: tuple[Constraint, ...] = (),
+    solver: str = "cholesky",
+) -> Dynamics:
+    """`make_dynamics` with the controller split for a module-level `jax.jit`: a `Controller`
+    `policy` (a pytree, traced), or when it is `None` the callable or `None` `law` (static)."""
+    return make_dynamics(robot, loads, law if policy is None else policy, constraints, solver)
 
 
 class State(NamedTuple):
@@ -227,7 +242,7 @@ def _newton(
             x, it, _ = c
             q1, qd1 = kin(x)
             u = dyn.inputs(t1, q1, qd1)
-            d = derivatives(dyn.robot, q1, qd1, x, dyn.loads, u)
+            d = residual_derivatives(dyn.robot, q1, qd1, x, dyn.loads, u)
             dx = jnp.linalg.solve(d.mass_matrix + h_v * d.d_qd + h_q * d.d_q, d.nu)
             x = x - dx
             done = jnp.max(jnp.abs(dx)) <= tol * (1 + jnp.max(jnp.abs(x)))
@@ -336,18 +351,34 @@ class Radau:
     name: ClassVar[str] = "radau"
 
     def integrate(
-        self, dyn: Dynamics, q0: Array, qd0: Array, times: np.ndarray
+        self,
+        robot: Robot,
+        loads: tuple,
+        policy: Controller | None,
+        law: Callable | None,
+        solver: str,
+        q0: Array,
+        qd0: Array,
+        times: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """`(q, q̇)` at `times` `(S + 1, n_q)` each, from `(q0, q̇0)` at `times[0]`."""
-        n = dyn.robot.n_q
-        fun, jac = _radau_callbacks(dyn)
+        """`(q, q̇)` at `times` `(S + 1, n_q)` each, from `(q0, q̇0)` at `times[0]`, under the
+        controller split as `closed_loop`'s (the callbacks compile once per robot structure,
+        controller and solver, not once per call)."""
+        n = robot.n_q
+        args = (robot, loads, policy, law, solver)
+        y0 = np.concatenate([np.asarray(q0), np.asarray(qd0)])
+
+        def typed(t: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+            # scipy passes `t` as a Python or a NumPy float: one dtype, one compilation
+            return np.asarray(t, y0.dtype), np.asarray(y, y0.dtype)
+
         sol = solve_ivp(
-            lambda t, y: np.asarray(fun(t, y)),
+            lambda t, y: np.asarray(_radau_rhs(*args, *typed(t, y))),
             (float(times[0]), float(times[-1])),
-            np.concatenate([np.asarray(q0), np.asarray(qd0)]),
+            y0,
             method="Radau",
             t_eval=times,
-            jac=lambda t, y: np.asarray(jac(t, y)),
+            jac=lambda t, y: np.asarray(_radau_jacobian(*args, *typed(t, y))),
             rtol=self.rtol,
             atol=self.atol,
         )
@@ -358,26 +389,44 @@ class Radau:
         return sol.y[:n].T, sol.y[n:].T
 
 
-def _radau_callbacks(dyn: Dynamics) -> tuple[Callable, Callable]:
-    n = dyn.robot.n_q
+@functools.partial(jax.jit, static_argnames=("law", "solver"))
+def _radau_rhs(
+    robot: Robot,
+    loads: tuple,
+    policy: Controller | None,
+    law: Callable | None,
+    solver: str,
+    t: Array,
+    y: Array,
+) -> Array:
+    """`ẏ = (q̇, q̈)` of the closed loop at `y = (q, q̇)`."""
+    dyn = closed_loop(robot, loads, policy, law, solver=solver)
+    n = robot.n_q
+    q, qd = y[:n], y[n:]
+    return jnp.concatenate([qd, dyn.accel(t, q, qd)])
 
-    @jax.jit
-    def fun(t: Array, y: Array) -> Array:
-        q, qd = y[:n], y[n:]
-        return jnp.concatenate([qd, dyn.accel(t, q, qd)])
 
-    @jax.jit
-    def jac(t: Array, y: Array) -> Array:
-        q, qd = y[:n], y[n:]
-        tm = terms(dyn.robot, q, qd, dyn.loads)
-        u = dyn.checked(dyn.law(t, q, qd, tm if dyn.needs_terms else None), q)
-        qdd = solve_accelerations(dyn.robot, tm, u, check=False)
-        d = derivatives(dyn.robot, q, qd, qdd, dyn.loads, u)
-        lower = -jnp.linalg.solve(d.mass_matrix, jnp.concatenate([d.d_q, d.d_qd], axis=1))
-        upper = jnp.concatenate([jnp.zeros((n, n), y.dtype), jnp.eye(n, dtype=y.dtype)], axis=1)
-        return jnp.concatenate([upper, lower])
-
-    return fun, jac
+@functools.partial(jax.jit, static_argnames=("law", "solver"))
+def _radau_jacobian(
+    robot: Robot,
+    loads: tuple,
+    policy: Controller | None,
+    law: Callable | None,
+    solver: str,
+    t: Array,
+    y: Array,
+) -> Array:
+    """`∂ẏ/∂y` of `_radau_rhs`, the inputs held at their value."""
+    dyn = closed_loop(robot, loads, policy, law, solver=solver)
+    n = robot.n_q
+    q, qd = y[:n], y[n:]
+    tm = terms(robot, q, qd, loads)
+    u = dyn.checked(dyn.law(t, q, qd, tm if dyn.needs_terms else None), q)
+    qdd = solve_accelerations(robot, tm, u, check=False)
+    d = residual_derivatives(robot, q, qd, qdd, loads, u)
+    lower = -jnp.linalg.solve(d.mass_matrix, jnp.concatenate([d.d_q, d.d_qd], axis=1))
+    upper = jnp.concatenate([jnp.zeros((n, n), y.dtype), jnp.eye(n, dtype=y.dtype)], axis=1)
+    return jnp.concatenate([upper, lower])
 
 
 def vector_field(

@@ -16,6 +16,7 @@ the Udwadia–Kalaba equation.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import time
@@ -35,14 +36,13 @@ from ._controller import Controller
 from ._entry import PREFIX, check_robot, check_states
 from ._integrators import (
     RK4,
-    Dynamics,
     GeneralizedAlpha,
     ImplicitEuler,
     Integrator,
     Radau,
     SemiImplicitEuler,
     State,
-    make_dynamics,
+    closed_loop,
 )
 from ._loads import check_loads
 from ._model import Robot
@@ -101,13 +101,6 @@ class _Progress:
         )
 
 
-def _dynamics(
-    robot: Robot, loads: tuple, policy: Any, controller: Any, constraints: tuple, solver: str
-) -> Dynamics:
-    law = policy if policy is not None else controller
-    return make_dynamics(robot, loads, law, constraints, solver)
-
-
 def _rechart(robot: Robot, state: State, implicit: bool) -> State:
     """`state` in the joints' charts away from their singularities (`softrigid._charts`); an
     implicit scheme's accelerations (`q̈`, generalized-α's `a`) change chart with it."""
@@ -133,7 +126,7 @@ def _run(
     progress: bool,
     solver: str,
 ) -> tuple[Trajectory, Array]:
-    dyn = _dynamics(robot, loads, policy, controller, constraints, solver)
+    dyn = closed_loop(robot, loads, policy, controller, constraints, solver)
     charts = has_charts(robot)
     every = max(1, n_steps // _REPORTS)
 
@@ -175,6 +168,20 @@ def _run(
     if check:
         q = _check_run(q, qds, ok, n_steps, scheme.name)
     return Trajectory(t, q, qd, u), ok
+
+
+@functools.partial(jax.jit, static_argnames=("law",))
+def _recorded_inputs(
+    robot: Robot,
+    loads: tuple,
+    policy: Controller | None,
+    law: Callable | None,
+    t: Array,
+    q: Array,
+    qd: Array,
+) -> Array:
+    """The inputs `u(t, q, q̇)` `(S + 1, n_u)` along a trajectory."""
+    return jax.vmap(closed_loop(robot, loads, policy, law).inputs)(t, q, qd)
 
 
 def _check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Array:
@@ -345,7 +352,7 @@ def simulate(
         check_constraints_at("simulate", constraints, jnp.zeros((), q0.dtype), q0, qd0)
     if isinstance(scheme, Radau):
         return _simulate_radau(
-            robot, q0, qd0, dt, n_steps, scheme, controller, loads, period, eager, solver
+            robot, q0, qd0, dt, n_steps, scheme, policy, static_law, loads, period, eager, solver
         )
     # traced (inside the user's jit/vmap/grad): the run-time check inside the program reports a
     # failure; eager: the trajectory is checked here, naming the exact time
@@ -395,7 +402,8 @@ def _simulate_radau(
     dt: float,
     n_steps: int,
     scheme: Radau,
-    controller: Any,
+    policy: Controller | None,
+    law: Callable | None,
     loads: tuple,
     period: int | None,
     eager: bool,
@@ -408,8 +416,7 @@ def _simulate_radau(
         )
     if period is not None:
         raise ValueError("simulate: control_period is not supported by method 'radau'")
-    dyn = make_dynamics(robot, loads, controller, solver=solver)
     times = dt * np.arange(n_steps + 1)
-    q, qd = scheme.integrate(dyn, q0, qd0, times)
+    q, qd = scheme.integrate(robot, loads, policy, law, solver, q0, qd0, times)
     t, q, qd = (jnp.asarray(x, q0.dtype) for x in (times, q, qd))
-    return Trajectory(t, q, qd, jax.jit(jax.vmap(dyn.inputs))(t, q, qd))
+    return Trajectory(t, q, qd, _recorded_inputs(robot, loads, policy, law, t, q, qd))

@@ -64,7 +64,7 @@ __all__ = [
     "newton",
     "raise_failure",
     "setup",
-    "solution",
+    "solve_jit",
 ]
 
 _ARMIJO = 1e-4
@@ -309,7 +309,7 @@ def solution(q: Array, u: Array, c: _Carry) -> StaticSolution:
     return StaticSolution(q, u, it, c.norm, status, stable, c.jac, c.history)
 
 
-_solve_jit = jax.jit(_solve, static_argnames=("tol", "max_iter"))
+solve_jit = jax.jit(_solve, static_argnames=("tol", "max_iter"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,8 +403,8 @@ def _runtime_check(sol: StaticSolution) -> StaticSolution:
 def equilibrium(
     robot: Robot,
     u: Any = None,
-    q0: Any = None,
     *,
+    q0: Any = None,
     loads: Any = None,
     tol: float = 1e-10,
     max_iter: int = 50,
@@ -421,6 +421,10 @@ def equilibrium(
     Works under `jax.jit` and `jax.vmap` (e.g. over `u`); `jax.grad`/`jax.jacfwd` of the result
     with respect to `u` or the robot's parameters use the implicit function theorem,
     `∂q/∂θ = −J⁻¹ ∂r/∂θ` (`∂q/∂u = J⁻¹ A`).
+
+    Arguments: the inputs `u` are the only positional argument after the robot (the data
+    the equilibrium is solved under; there is no state to come first), everything else,
+    the initial guess `q0` included, is keyword-only, as in `inverse_statics`.
 
     Args:
         robot: the robot.
@@ -446,7 +450,7 @@ def equilibrium(
     check_options(tol, max_iter)
     robot, q, u, loads = setup(robot, u, q0, loads)
     eager = is_concrete(robot, u, q, loads)
-    sol = (_solve_jit if eager else _solve)(robot, loads, u, q, tol=tol, max_iter=max_iter)
+    sol = (solve_jit if eager else _solve)(robot, loads, u, q, tol=tol, max_iter=max_iter)
     if not throw:
         return sol
     if eager:

@@ -32,7 +32,7 @@ from ._statics_equilibrium import (
     newton,
     raise_failure,
     setup,
-    solution,
+    solve_jit,
 )
 
 __all__ = ["InverseStaticSolution", "inverse_statics"]
@@ -197,9 +197,9 @@ def inverse_statics(
     robot: Robot,
     output: Callable[[Array], Array],
     target: Any,
+    *,
     q0: Any = None,
     u0: Any = None,
-    *,
     weights: Any = None,
     loads: Any = None,
     damping: float = 1e-3,
@@ -224,6 +224,10 @@ def inverse_statics(
     and, eagerly with `throw`, a `RuntimeWarning` with the error. The inputs are
     unconstrained: a negative tendon tension in the result means the target needs a push (add
     an antagonistic tendon). Runs under `jit`/`vmap` (one `lax.while_loop`).
+
+    Arguments: the outputs and their targets (what is given) are the only positional
+    arguments after the robot; the initial guesses `q0`, `u0` and the options are
+    keyword-only, as in `equilibrium`.
 
     Args:
         robot: the robot.
@@ -280,11 +284,9 @@ def inverse_statics(
     status, err = int(sol.status), float(sol.output_error)
     if status == NO_EQUILIBRIUM:
         # solve it again for the equilibrium's own message
-        q_fail, inner = jax.jit(newton, static_argnums=(4, 5))(
-            robot, loads, u, q, _INNER_TOL, _INNER_ITER
-        )
+        failed = solve_jit(robot, loads, u, q, tol=_INNER_TOL, max_iter=_INNER_ITER)
         try:
-            raise_failure(robot, solution(q_fail, u, inner), _INNER_ITER)
+            raise_failure(robot, failed, _INNER_ITER)
         except ValueError as err:
             raise ValueError(f"{_MESSAGES[2]}: {err}") from None
         raise ValueError(_MESSAGES[2])

@@ -3,7 +3,8 @@
 Fixed step, inside `lax.scan` (jit, vmap and grad through them): `RK4`, `SemiImplicitEuler`,
 `ImplicitEuler` (backward Euler, L-stable, first order) and `GeneralizedAlpha` (Chung–Hulbert /
 Arnold–Brüls, second order, `rho_inf ∈ [0, 1]`; `rho_inf = 1` is the trapezoidal rule), the
-implicit ones by Newton with the exact iteration matrix from `inverse_dynamics_derivatives`.
+implicit ones by Newton with the exact iteration matrix from the derivatives of the residual
+`ν − A(q) u` (those of `inverse_dynamics_derivatives`, with the inputs' term).
 Adaptive: `Radau` (scipy's `solve_ivp` with the exact Jacobian; not jittable). A string works
 too: `method="generalized_alpha"`.
 

@@ -25,6 +25,8 @@ from typing import Any
 import meshio
 import numpy as np
 
+from ._checks import as_count
+
 __all__ = [
     "boundary_faces",
     "box",
@@ -42,12 +44,6 @@ _TET_FACES = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
 _TET10_FACES = np.array(
     [[1, 2, 3, 5, 9, 8], [0, 3, 2, 7, 9, 6], [0, 1, 3, 4, 8, 7], [0, 2, 1, 6, 5, 4]]
 )
-
-
-def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _positive_float(name: str, value: Any) -> float:
@@ -171,7 +167,7 @@ def disk_section(
         )
     if np.any(np.diff(r) <= 0):
         raise ValueError(f"disk_section: radii must be strictly increasing, got {radii!r}")
-    n_angular = _positive_int("disk_section: n_angular", n_angular, 3)
+    n_angular = as_count("disk_section: n_angular", n_angular, 3)
     points: list[np.ndarray] = []
     rings: list[np.ndarray] = []
     start = 0
@@ -201,8 +197,8 @@ def rectangle_section(
     `triangles (2·n1·n2, 3)`."""
     width = _positive_float("rectangle_section: width", width)
     height = _positive_float("rectangle_section: height", height)
-    n1 = _positive_int("rectangle_section: n1", n1)
-    n2 = _positive_int("rectangle_section: n2", n2)
+    n1 = as_count("rectangle_section: n1", n1)
+    n2 = as_count("rectangle_section: n2", n2)
     x = np.linspace(-width / 2, width / 2, n1 + 1)
     y = np.linspace(-height / 2, height / 2, n2 + 1)
     pts = np.stack(np.meshgrid(x, y, indexing="ij"), -1).reshape(-1, 2)
@@ -307,7 +303,7 @@ def extrude(
 
 def _layers(where: str, length: float, n_axial: int | None, h: float) -> np.ndarray:
     n = max(1, math.ceil(length / h - 1e-9)) if n_axial is None else n_axial
-    return np.linspace(0.0, length, _positive_int(f"{where}: n_axial", n) + 1)
+    return np.linspace(0.0, length, as_count(f"{where}: n_axial", n) + 1)
 
 
 def cylinder(
@@ -332,9 +328,9 @@ def cylinder(
     """
     radius = _positive_float("cylinder: radius", radius)
     length = _positive_float("cylinder: length", length)
-    n_radial = _positive_int("cylinder: n_radial", n_radial)
+    n_radial = as_count("cylinder: n_radial", n_radial)
     n_angular = 6 * n_radial if n_angular is None else n_angular
-    n_angular = _positive_int("cylinder: n_angular", n_angular, 3)
+    n_angular = as_count("cylinder: n_angular", n_angular, 3)
     pts, tri, _ = disk_section(np.linspace(0.0, radius, n_radial + 1), n_angular)
     return extrude(pts, tri, _layers("cylinder", length, n_axial, radius / n_radial))
 
@@ -360,11 +356,11 @@ def tube(
         raise ValueError(
             f"tube: inner_radius ({inner}) must be smaller than outer_radius ({outer})"
         )
-    n_radial = _positive_int("tube: n_radial", n_radial)
+    n_radial = as_count("tube: n_radial", n_radial)
     h = (outer - inner) / n_radial
     if n_angular is None:
         n_angular = max(6, math.ceil(2.0 * math.pi * outer / h))
-    n_angular = _positive_int("tube: n_angular", n_angular, 3)
+    n_angular = as_count("tube: n_angular", n_angular, 3)
     pts, tri, _ = disk_section(np.linspace(inner, outer, n_radial + 1), n_angular)
     return extrude(pts, tri, _layers("tube", length, n_axial, h))
 
@@ -375,6 +371,6 @@ def box(size: Sequence[float], divisions: Sequence[int] = (2, 2, 4)) -> meshio.M
     size = _sequence("box: size", size, 3, "(a, b, L)")
     divisions = _sequence("box: divisions", divisions, 3, "(n1, n2, n3)")
     a, b, length = (_positive_float(f"box: size[{i}]", s) for i, s in enumerate(size))
-    n1, n2, n3 = (_positive_int(f"box: divisions[{i}]", n) for i, n in enumerate(divisions))
+    n1, n2, n3 = (as_count(f"box: divisions[{i}]", n) for i, n in enumerate(divisions))
     pts, tri = rectangle_section(a, b, n1, n2)
     return extrude(pts, tri, np.linspace(0.0, length, n3 + 1))

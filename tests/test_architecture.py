@@ -15,6 +15,8 @@ from robots import mixed_robot, random_state
 
 import softrigid as sr
 from softrigid import joints, kinematics, quadrature
+from softrigid._derivatives import residual_derivatives
+from softrigid._loads import check_loads
 from softrigid.actuators import JointMotor, Tendon
 from softrigid.materials import CosseratRod
 
@@ -201,8 +203,8 @@ def test_mixed_precision_states_are_promoted(arm):
     np.testing.assert_allclose(mixed, ref, rtol=1e-12, atol=1e-12)
 
 
-def test_eager_calls_do_not_retrace():
-    traces = []
+def _counted_robot(traces):
+    """A one-segment soft robot whose kinematics appends to `traces` when traced."""
 
     def counted(x, q):
         traces.append(1)
@@ -211,7 +213,12 @@ def test_eager_calls_do_not_retrace():
     body = sr.SoftBody(
         counted, VOLUME, density=1000.0, n_q=1, material=CosseratRod(1e5, 4e4, strain=_cc_strain)
     )
-    robot = sr.Robot([sr.Link(joints.Fixed(), body)])
+    return sr.Robot([sr.Link(joints.Fixed(), body)])
+
+
+def test_eager_calls_do_not_retrace():
+    traces = []
+    robot = _counted_robot(traces)
     q, qd = jnp.array([0.3]), jnp.array([0.2])
     for fn in (sr.elastic_force, sr.mass_matrix):
         fn(robot, q)
@@ -222,6 +229,26 @@ def test_eager_calls_do_not_retrace():
     before = len(traces)
     sr.damping_force(robot, q, 2.0 * qd)
     assert len(traces) == before
+
+
+def test_second_radau_simulate_does_not_retrace():
+    """The Radau callbacks and the recorded inputs are module-level compiled functions: a second
+    run of the same robot structure and controller compiles nothing."""
+    traces = []
+    robot = _counted_robot(traces)
+
+    def controller(t, q, qd):
+        traces.append(1)
+        return jnp.zeros(1, q.dtype)
+
+    def run(q0):
+        return sr.simulate(robot, q0, jnp.zeros(1), 0.02, 0.01, controller, method="radau")
+
+    first = run(jnp.array([0.3]))
+    before = len(traces)
+    second = run(jnp.array([0.2]))
+    assert len(traces) == before, "simulate(method='radau') traced again on a second call"
+    assert not np.allclose(first.q, second.q)
 
 
 def _cc_strain(X, q):
@@ -304,28 +331,36 @@ def test_core_modules_never_import_higher_layers():
 
 
 def test_inverse_dynamics_derivatives(arm):
+    """The public derivatives are those of `ν = ID(q, q̇, q̈)` (whatever the actuators); the
+    integrators' residual variant those of `ν − A(q) u` (tendons: `A` depends on `q`)."""
     q, qd, qdd = _state(3, arm.n_q)
     u = jnp.array([0.4, 2.0])
-    d = sr.inverse_dynamics_derivatives(arm, q, qd, qdd, u=u)
+    public = sr.inverse_dynamics_derivatives(arm, q, qd, qdd)
+    loads = check_loads(arm, None)
+    core = jax.jit(residual_derivatives)(arm, q, qd, qdd, loads, u)
+
+    def nu(x, xd):
+        return sr.inverse_dynamics(arm, x, xd, qdd)
 
     def residual(x, xd):
-        return sr.inverse_dynamics(arm, x, xd, qdd) - sr.actuation_force(arm, x, u)
+        return nu(x, xd) - sr.actuation_force(arm, x, u)
 
-    np.testing.assert_allclose(d.nu, residual(q, qd), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(d.mass_matrix, sr.mass_matrix(arm, q), rtol=1e-12, atol=1e-14)
-    # against jax.jacfwd of the public functions ...
-    jq, jqd = jax.jacfwd(residual, argnums=(0, 1))(q, qd)
-    np.testing.assert_allclose(d.d_q, jq, rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(d.d_qd, jqd, rtol=1e-10, atol=1e-10)
-    # ... and central differences
     h = 1e-6
     eye = jnp.eye(arm.n_q)
-    fd_q = np.stack([(residual(q + h * e, qd) - residual(q - h * e, qd)) / (2 * h) for e in eye], 1)
-    fd_qd = np.stack(
-        [(residual(q, qd + h * e) - residual(q, qd - h * e)) / (2 * h) for e in eye], 1
-    )
-    np.testing.assert_allclose(d.d_q, fd_q, rtol=1e-6, atol=1e-7 * float(np.abs(fd_q).max()))
-    np.testing.assert_allclose(d.d_qd, fd_qd, rtol=1e-6, atol=1e-7 * float(np.abs(fd_qd).max()))
+    for d, f in ((public, nu), (core, residual)):
+        np.testing.assert_allclose(d.nu, f(q, qd), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(d.mass_matrix, sr.mass_matrix(arm, q), rtol=1e-12, atol=1e-14)
+        # against jax.jacfwd of the public functions ...
+        jq, jqd = jax.jacfwd(f, argnums=(0, 1))(q, qd)
+        np.testing.assert_allclose(d.d_q, jq, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(d.d_qd, jqd, rtol=1e-10, atol=1e-10)
+        # ... and central differences
+        fd_q = np.stack([(f(q + h * e, qd) - f(q - h * e, qd)) / (2 * h) for e in eye], 1)
+        fd_qd = np.stack([(f(q, qd + h * e) - f(q, qd - h * e)) / (2 * h) for e in eye], 1)
+        np.testing.assert_allclose(d.d_q, fd_q, rtol=1e-6, atol=1e-7 * float(np.abs(fd_q).max()))
+        np.testing.assert_allclose(d.d_qd, fd_qd, rtol=1e-6, atol=1e-7 * float(np.abs(fd_qd).max()))
+    with pytest.raises(TypeError, match="u"):
+        sr.inverse_dynamics_derivatives(arm, q, qd, qdd, u=u)
 
 
 def test_inverse_dynamics_derivatives_on_a_mixed_chain_with_loads():

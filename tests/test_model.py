@@ -124,6 +124,13 @@ def test_state_errors(robot):
         sr.PointLoad(0, (0, 0, 0.1), (1, 0, 0), frame="body")
     with pytest.raises(ValueError, match="link index"):
         sr.world_points(robot, q, 5, jnp.zeros((1, 3)))
+    # one link validator: a TypeError for a non-integer, a ValueError out of range
+    with pytest.raises(TypeError, match="Wrench: link must be a non-negative integer index"):
+        sr.Wrench(1.0, (1.0, 0, 0))
+    with pytest.raises(ValueError, match="PointLoad: link must be a non-negative integer index"):
+        sr.PointLoad(-1, (0, 0, 0.1), (1, 0, 0))
+    with pytest.raises(TypeError, match="link index must be a non-negative integer index"):
+        sr.world_points(robot, q, True, jnp.zeros((1, 3)))
 
 
 def test_model_is_a_pytree_with_static_structure(robot):

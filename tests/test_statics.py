@@ -279,6 +279,9 @@ def test_singular_newton_step():
     robot = pendulum(gravity=(0, 0, 0))
     with pytest.raises(ValueError, match=r"singular Newton step .* coordinates \[0\]"):
         equilibrium(robot, jnp.array([1.0]))
+    # inverse statics names the failed equilibrium under u0 with the equilibrium's own message
+    with pytest.raises(ValueError, match=r"could not be solved: .*singular Newton step"):
+        inverse_statics(robot, lambda q: q, [0.1], u0=jnp.array([1.0]))
 
 
 def test_singular_step_names_an_unresolved_strain_basis():
@@ -316,3 +319,9 @@ def test_bad_arguments(arm):
         inverse_statics(arm, lambda q: q, jnp.zeros(2), damping=-1e-3)
     with pytest.raises(ValueError, match="weights must be finite and positive"):
         inverse_statics(arm, lambda q: q, jnp.zeros(2), weights=jnp.array([1.0, 0.0]))
+    # the only positional argument after the robot is what the solve is given; guesses are
+    # keyword-only (no silent swap of q0 and u)
+    with pytest.raises(TypeError, match="positional"):
+        equilibrium(arm, jnp.zeros(2), jnp.zeros(2))
+    with pytest.raises(TypeError, match="positional"):
+        inverse_statics(arm, lambda q: q, jnp.zeros(2), jnp.zeros(2))

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .._checks import as_count
 from .._module import module, static
 from ._base import trace_user
 from ._rod import check_length
@@ -210,19 +211,10 @@ class PiecewiseConstant(_Separable):
     def __init__(
         self, length: Any, n_pieces: int = 1, strains: Any = ("bend", "shear", "twist", "axial")
     ) -> None:
-        if (
-            not isinstance(n_pieces, (int, np.integer))
-            or isinstance(n_pieces, bool)
-            or n_pieces < 1
-        ):
-            raise ValueError(
-                f"PiecewiseConstant: n_pieces must be an integer >= 1, got {n_pieces!r}"
-            )
-        super().__init__(length, int(n_pieces) - 1, strains)
-        object.__setattr__(self, "n_pieces", int(n_pieces))
-        object.__setattr__(
-            self, "breakpoints", tuple(k / n_pieces for k in range(1, int(n_pieces)))
-        )
+        n_pieces = as_count("PiecewiseConstant: n_pieces", n_pieces)
+        super().__init__(length, n_pieces - 1, strains)
+        object.__setattr__(self, "n_pieces", n_pieces)
+        object.__setattr__(self, "breakpoints", tuple(k / n_pieces for k in range(1, n_pieces)))
 
     def _functions(self, s: Array, count: int) -> Array:
         piece = jnp.clip(jnp.floor(s * self.n_pieces), 0, self.n_pieces - 1)

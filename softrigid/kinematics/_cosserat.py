@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .._checks import as_vector
+from .._checks import as_count, as_vector
 from .._module import module, static
 from ._base import trace_user
 from ._bases import StrainBasis, as_basis
@@ -79,8 +79,7 @@ class Cosserat(Rod):
         rest_strain: Any = (0.0, 0.0, 0.0, 0.0, 0.0, 1.0),
         n_steps: int = 4,
     ) -> None:
-        if not isinstance(n_steps, (int, np.integer)) or isinstance(n_steps, bool) or n_steps < 1:
-            raise ValueError(f"Cosserat: n_steps must be an integer >= 1, got {n_steps!r}")
+        n_steps = as_count("Cosserat: n_steps", n_steps)
         basis = as_basis(basis)
         object.__setattr__(self, "length", check_length("Cosserat", length))
         object.__setattr__(self, "basis", basis)
@@ -97,8 +96,8 @@ class Cosserat(Rod):
         else:
             object.__setattr__(self, "rest", as_vector("Cosserat: rest_strain", rest_strain, 6))
             object.__setattr__(self, "rest_fn", None)
-        object.__setattr__(self, "n_steps", int(n_steps))
-        object.__setattr__(self, "grid", _grid(int(n_steps), tuple(basis.breakpoints)))
+        object.__setattr__(self, "n_steps", n_steps)
+        object.__setattr__(self, "grid", _grid(n_steps, tuple(basis.breakpoints)))
         object.__setattr__(self, "n_q", basis.n)
 
     def strain(self, X: Array, q: Array) -> Array:

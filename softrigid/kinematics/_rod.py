@@ -13,12 +13,13 @@ import numpy as np
 from jax import Array
 
 from .._math import rigid_exp
+from ..quadrature._gauss import gauss_legendre
 from ._base import Kinematics
 
 __all__ = ["GAUSS2", "bracket", "check_length", "zanna_step"]
 
-# Nodes of the two-point Gauss rule on [0, 1]
-GAUSS2 = (0.5 - np.sqrt(3.0) / 6.0, 0.5 + np.sqrt(3.0) / 6.0)
+# Nodes of the two-point Gauss rule on [0, 1] (the Zanna step's)
+GAUSS2 = tuple(gauss_legendre(2)[0])
 
 
 def check_length(cls: str, length: object) -> Array:

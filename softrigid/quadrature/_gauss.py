@@ -6,6 +6,8 @@ import functools
 
 import numpy as np
 
+from .._checks import as_count
+
 __all__ = ["gauss_legendre"]
 
 
@@ -21,7 +23,5 @@ def gauss_legendre(order: int) -> tuple[np.ndarray, np.ndarray]:
 
     Returns copies, so callers may scale them in place.
     """
-    if not isinstance(order, (int, np.integer)) or isinstance(order, bool) or order < 1:
-        raise ValueError(f"Gauss–Legendre order must be an integer >= 1, got {order!r}")
-    x, w = _nodes(int(order))
+    x, w = _nodes(as_count("Gauss–Legendre order", order))
     return x.copy(), w.copy()

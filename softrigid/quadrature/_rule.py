@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .._checks import as_count
 from .._module import is_concrete, module, static
 from ._gauss import gauss_legendre
 
@@ -176,12 +177,6 @@ class QuadratureRule:
         return jnp.sum(self.weights)
 
 
-def _check_order(name: str, value: int, minimum: int = 1) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def _check_positive(name: str, value: object) -> float | Array:
     """A positive finite scalar: a Python float when concrete (rules are then built in NumPy,
     with no JAX dispatch or compilation), the tracer itself under a transformation."""
@@ -232,7 +227,7 @@ def segment(length: float, order: int = 4) -> QuadratureRule:
     """Gauss–Legendre rule on the axis `x3 ∈ [0, length]` (`x1 = x2 = 0`); weights sum to the
     length, so a body on it takes a density per unit length. Exact for polynomials in `x3` of
     degree `2·order − 1`."""
-    order = _check_order("segment: order", order)
+    order = as_count("segment: order", order)
     length = _check_positive("segment: length", length)
     xp = _xp(length)
     z, wz = gauss_legendre(order)
@@ -262,7 +257,7 @@ def box(size: tuple[float, float, float], order: int | tuple[int, int, int] = 3)
         orders = (order,) * 3
     else:
         orders = _sizes("box: order", order, 3, "an int or three ints")
-    n1, n2, n3 = (_check_order(f"box: order[{i}]", o) for i, o in enumerate(orders))
+    n1, n2, n3 = (as_count(f"box: order[{i}]", o) for i, o in enumerate(orders))
     xp = _xp(a, b, length)
     x1, w1 = gauss_legendre(n1)
     x2, w2 = gauss_legendre(n2)
@@ -341,9 +336,9 @@ def cylinder(
     `2·n_radial + 1`). A polynomial of degree `d` in `(x1, x2)` is integrated exactly when
     `n_angular > d` and `2·n_radial − 1 ≥ d + 1`; in `x3` up to degree `2·n_axial − 1`.
     """
-    n_axial = _check_order("cylinder: n_axial", n_axial)
-    n_radial = _check_order("cylinder: n_radial", n_radial)
-    n_angular = _check_order(
+    n_axial = as_count("cylinder: n_axial", n_axial)
+    n_radial = as_count("cylinder: n_radial", n_radial)
+    n_angular = as_count(
         "cylinder: n_angular", 2 * n_radial + 1 if n_angular is None else n_angular
     )
     radius = _check_positive("cylinder: radius", radius)
@@ -370,11 +365,9 @@ def tube(
 ) -> QuadratureRule:
     """Hollow cylinder `inner_radius² ≤ x1² + x2² ≤ outer_radius²`, `x3 ∈ [0, length]`; the
     same product rule as `cylinder` with `r ∈ [inner_radius, outer_radius]`."""
-    n_axial = _check_order("tube: n_axial", n_axial)
-    n_radial = _check_order("tube: n_radial", n_radial)
-    n_angular = _check_order(
-        "tube: n_angular", 2 * n_radial + 1 if n_angular is None else n_angular
-    )
+    n_axial = as_count("tube: n_axial", n_axial)
+    n_radial = as_count("tube: n_radial", n_radial)
+    n_angular = as_count("tube: n_angular", 2 * n_radial + 1 if n_angular is None else n_angular)
     inner = _check_positive("tube: inner_radius", inner_radius)
     outer = _check_positive("tube: outer_radius", outer_radius)
     length = _check_positive("tube: length", length)

@@ -14,10 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ..._checks import as_count
 from ..._math import coef_a, coef_b, coef_c
 from ..._module import module, static
 from ...quadrature._gauss import gauss_legendre
-from ._modes import Modes, _as_modes, _check_count
+from ._modes import Modes, _as_modes
 from ._primitives import Primitive
 
 __all__ = ["U_MIN", "Bend3D", "chebyshev_basis", "chebyshev_integral", "psi_root"]
@@ -149,8 +150,8 @@ class Bend3D(Primitive):
         object.__setattr__(self, "modes2", ms[1])
         object.__setattr__(self, "stretch_modes", ms[2])
         object.__setattr__(self, "sizes", sizes)
-        object.__setattr__(self, "n_gauss", _check_count("Bend3D: n_gauss", n_gauss))
-        object.__setattr__(self, "n_series", _check_count("Bend3D: n_series", n_series))
+        object.__setattr__(self, "n_gauss", as_count("Bend3D: n_gauss", n_gauss))
+        object.__setattr__(self, "n_series", as_count("Bend3D: n_series", n_series))
         object.__setattr__(self, "n_q", sum(sizes))
 
     def _field(self, which: int, z: Array, q: Array, integral: bool) -> Array:

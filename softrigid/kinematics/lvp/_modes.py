@@ -8,21 +8,15 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import Array
 
+from ..._checks import as_count
 from ..._module import module, static
 from ...quadrature._gauss import gauss_legendre
 from .._base import trace_user
 from .._rod import check_length
 
 __all__ = ["FunctionModes", "Modes", "Polynomial"]
-
-
-def _check_count(name: str, value: Any) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
 
 
 class Modes(abc.ABC):
@@ -120,7 +114,7 @@ class FunctionModes(Modes):
             )
         object.__setattr__(self, "fn", fn)
         object.__setattr__(self, "n", int(shape[0]))
-        object.__setattr__(self, "n_gauss", _check_count("FunctionModes: n_gauss", n_gauss))
+        object.__setattr__(self, "n_gauss", as_count("FunctionModes: n_gauss", n_gauss))
         object.__setattr__(self, "name", name)
 
     def __call__(self, z: Array) -> Array:

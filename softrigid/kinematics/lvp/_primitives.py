@@ -13,10 +13,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ..._checks import as_count
 from ..._module import module, static
 from ...quadrature._gauss import gauss_legendre
 from .._base import Kinematics
-from ._modes import Modes, _as_modes, _check_count
+from ._modes import Modes, _as_modes
 
 __all__ = ["Bend", "Primitive", "Shear", "Source", "Stretch", "Twist"]
 
@@ -209,7 +210,7 @@ class Bend(Primitive):
         modes = _as_modes("Bend", modes)
         object.__setattr__(self, "modes", modes)
         object.__setattr__(self, "axis", axis)
-        object.__setattr__(self, "n_gauss", _check_count("Bend: n_gauss", n_gauss))
+        object.__setattr__(self, "n_gauss", as_count("Bend: n_gauss", n_gauss))
         object.__setattr__(self, "n_q", modes.n)
 
     def _local(self, x: Array) -> Array:

@@ -355,3 +355,122 @@ def test_pinocchio_rnea_and_crba_agree():
         nu, mass_sr = _id_and_mass(robot, jnp.asarray(q), jnp.asarray(qd), jnp.asarray(qdd))
         assert _rel_err(nu, tau) < RTOL
         assert _rel_err(mass_sr, mass) < RTOL
+
+
+# ---------------------------------------------------------------- real URDFs (example-robot-data)
+
+# (URDF file under the package's robots/ folder, tip link, links that softrigid drops and that are
+# pruned from Pinocchio's copy so both model the same chain). UR5: the chain world → tool0; the
+# branches base and ee_link (massless frames) are dropped. Panda: panda_link0 → panda_leftfinger
+# (7 revolute joints, the hand on a fixed joint, the prismatic left finger); the right finger (a
+# <mimic> of the left one, 15 g) and the massless panda_hand_tcp are dropped.
+REAL_ROBOTS = {
+    "ur5": ("ur_description/urdf/ur5_robot.urdf", "tool0", ("base", "ee_link")),
+    "panda": (
+        "panda_description/urdf/panda.urdf",
+        "panda_leftfinger",
+        ("panda_hand_tcp", "panda_rightfinger"),
+    ),
+}
+
+
+def _example_robot_data() -> Path:
+    """The `robots/` folder that the `example-robot-data` wheel installs (a cmeel prefix, no
+    Python module); skips the test when the package is absent."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("example-robot-data")
+    except metadata.PackageNotFoundError:
+        pytest.skip("example-robot-data is not installed")
+    folder = Path(dist.locate_file("cmeel.prefix/share/example-robot-data/robots"))
+    if not folder.is_dir():
+        pytest.skip(f"example-robot-data: no robots folder at {folder}")
+    return folder
+
+
+def _without_links(path: Path, dropped: tuple[str, ...]) -> str:
+    """The URDF text without the links `dropped` and the joints leading to them."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    for elem in list(root):
+        child = elem.find("child") if elem.tag == "joint" else None
+        name = elem.get("name") if elem.tag == "link" else None
+        if name in dropped or (child is not None and child.get("link") in dropped):
+            root.remove(elem)
+    return ET.tostring(root, encoding="unicode")
+
+
+def _pin_configuration(model, q: np.ndarray) -> np.ndarray:
+    """Pinocchio's `q` for softrigid's: a continuous joint (nq = 2) takes `(cos θ, sin θ)`."""
+    out = []
+    for joint in list(model.joints)[1:]:
+        theta = q[joint.idx_v]
+        out += (
+            [np.cos(theta), np.sin(theta)]
+            if joint.nq == 2
+            else list(q[joint.idx_v : joint.idx_v + joint.nv])
+        )
+    return np.array(out)
+
+
+@pytest.fixture(scope="module", params=sorted(REAL_ROBOTS))
+def real_robot(request):
+    """`(name, path, tip, softrigid chain, Pinocchio model)`: each robot built once."""
+    pin = pytest.importorskip("pinocchio")
+    rel, tip, dropped = REAL_ROBOTS[request.param]
+    path = _example_robot_data() / rel
+    with pytest.warns(UserWarning, match="links off the chain are dropped") as record:
+        chain = urdf.chain(path, tip=tip, joint_damping=False)
+    assert all(name in str(record[0].message) for name in dropped)
+    model = pin.buildModelFromXML(_without_links(path, dropped))
+    return request.param, path, tip, chain, model
+
+
+def test_real_urdf_loads_without_its_meshes(real_robot):
+    """The files name their meshes by `package://` paths; the loader never opens them, so the
+    text alone (no folder to resolve them against) gives the same chain."""
+    _, path, tip, chain, model = real_robot
+    text = path.read_text()
+    assert "package://" in text
+    with pytest.warns(UserWarning, match="dropped"):
+        from_text = urdf.chain(text, tip=tip, joint_damping=False)
+    assert from_text.link_names == chain.link_names
+    _assert_same_model(from_text.links, chain.links)
+    # one softrigid coordinate per Pinocchio velocity, joints in the same order
+    moving = [n for n, link in zip(chain.joint_names, chain.links) if link.joint.n_q > 0]
+    assert moving == list(model.names)[1:]
+
+
+def test_real_urdf_matches_pinocchio_rnea_crba_and_frames(real_robot):
+    """UR5 and Panda: inverse dynamics and mass matrix equal Pinocchio's `rnea`/`crba` to 1e-10
+    at random states (measured ≤ 1e-15), and the merged tip frame's world pose equals
+    Pinocchio's frame placement."""
+    import pinocchio as pin
+
+    _, _, tip, chain, model = real_robot
+    data = model.createData()
+    robot = sr.Robot(chain.links, gravity=np.asarray(model.gravity.linear))
+    assert robot.n_q == model.nv
+    rng = np.random.default_rng(17)
+    frame = model.getFrameId(tip)
+    for _ in range(3):
+        q = rng.uniform(-np.pi, np.pi, robot.n_q)
+        qd, qdd = rng.normal(size=(2, robot.n_q))
+        q_pin = _pin_configuration(model, q)
+        tau = pin.rnea(model, data, q_pin, qd, qdd)
+        mass = pin.crba(model, data, q_pin)
+        mass = np.triu(mass) + np.triu(mass, 1).T
+        nu, mass_sr = _id_and_mass(robot, jnp.asarray(q), jnp.asarray(qd), jnp.asarray(qdd))
+        assert _rel_err(nu, tau) < RTOL
+        assert _rel_err(mass_sr, mass) < RTOL
+        # tip frame: the pose of its body composed with its merged placement
+        index, (rot_f, trans_f) = chain.frames[tip]
+        rots, transs = sr.forward_kinematics(robot, jnp.asarray(q))
+        pin.framesForwardKinematics(model, data, q_pin)
+        placement = data.oMf[frame]
+        np.testing.assert_allclose(rots[index] @ rot_f, placement.rotation, atol=1e-12)
+        np.testing.assert_allclose(
+            transs[index] + rots[index] @ trans_f, placement.translation, atol=1e-12
+        )

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from . import _recursion as rec
 from ._checks import check_index
 from ._entry import algorithm, check_robot
 from ._model import Link, Robot
+from ._module import is_concrete
 
 __all__ = [
     "distal_poses",
@@ -93,13 +96,35 @@ def world_points(robot: Robot, q: Array, i: int, points: Array) -> Array:
     """World positions `(M, 3)` of material points `points` `(M, 3)` of the body of link `i`.
 
     For a soft body the points go through its map `f(x, q_B)`; for a rigid body they are
-    coordinates in its proximal frame.
+    coordinates in its proximal frame. `points` must be real and finite (checked eagerly, and
+    at run time under `jit`), so that a non-finite result is the model's.
     """
     i = check_index("link index", i, check_robot(robot).n_links)
-    points = jnp.asarray(points)
+    if isinstance(points, (str, bytes)):
+        raise TypeError(f"world_points: points must be a real array (M, 3), got {points!r}")
+    try:
+        points = jnp.asarray(points)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"world_points: points must be a real array (M, 3): {err}") from None
+    if not (
+        jnp.issubdtype(points.dtype, jnp.floating) or jnp.issubdtype(points.dtype, jnp.integer)
+    ):
+        raise TypeError(f"world_points: points must be real, got dtype {points.dtype}")
     if points.ndim != 2 or points.shape[1] != 3:
-        raise ValueError(f"points must have shape (M, 3), got {points.shape}")
-    return _world_points(robot, q, i, points.astype(float))
+        raise ValueError(f"world_points: points must have shape (M, 3), got {points.shape}")
+    points = points.astype(float)
+    if is_concrete(points):
+        bad = np.argwhere(~np.isfinite(np.asarray(points)))
+        if bad.size:
+            raise ValueError(
+                f"world_points: points contains non-finite values (NaN or inf), first at "
+                f"point {bad[0][0]}"
+            )
+    else:
+        points = eqx.error_if(
+            points, ~jnp.all(jnp.isfinite(points)), "world_points: points must be finite"
+        )
+    return _world_points(robot, q, i, points)
 
 
 @algorithm()

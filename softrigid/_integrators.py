@@ -37,10 +37,10 @@ from ._constraints import Constraint, check_constraints, constrained_acceleratio
 from ._controller import Controller
 from ._derivatives import residual_derivatives
 from ._dynamics import DynamicsTerms, actuation, solve_accelerations, terms
-from ._entry import check_robot
+from ._entry import check_finite, check_robot, check_states, raise_runtime_errors
 from ._loads import check_loads
 from ._model import Robot
-from ._module import module, static
+from ._module import is_concrete, module, static
 
 __all__ = [
     "RK4",
@@ -455,6 +455,11 @@ def vector_field(
         constraints: optional `softrigid.constraints` equality constraints.
         solver: how `q̈` is computed, as `softrigid.forward_dynamics`: `"auto"`,
             `"articulated"` (`O(N)`) or `"cholesky"`.
+
+    `f` checks `q`, `q̇` as the public algorithms do (shape `(n_q,)`, batches through
+    `jax.vmap`, real, mixed precisions promoted to one dtype) and its outputs at run time: a
+    non-finite `q̈` raises an error naming the first bad coordinate (a `ValueError` in eager
+    calls, JAX's runtime error under `jit`).
     """
     robot = check_robot(robot)
     solver = choose_solver("vector_field", robot, solver)
@@ -463,8 +468,17 @@ def vector_field(
         raise TypeError("vector_field: controller must be a Controller, a callable or None")
     dyn = make_dynamics(robot, loads, controller, check_constraints(constraints), solver)
 
+    @jax.jit
+    def evaluate(t: Array, q: Array, qd: Array) -> tuple[Array, Array]:
+        qdd = dyn.accel(jnp.asarray(t, q.dtype), q, qd)
+        return check_finite("vector_field", robot, (qd, qdd))
+
     def f(t: Array, y: tuple[Array, Array]) -> tuple[Array, Array]:
-        q, qd = y
-        return qd, dyn.accel(jnp.asarray(t, q.dtype), q, qd)
+        if not (isinstance(y, (tuple, list)) and len(y) == 2):
+            raise TypeError(f"vector_field: y must be the pair (q, qd), got {type(y).__name__}")
+        q, qd = check_states(robot, q=y[0], qd=y[1])
+        if is_concrete(t, q, qd):
+            return raise_runtime_errors(lambda: evaluate(t, q, qd), robot, {"q": q, "qd": qd})
+        return evaluate(t, q, qd)
 
     return f

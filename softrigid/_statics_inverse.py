@@ -34,6 +34,7 @@ from ._statics_equilibrium import (
     setup,
     solve_jit,
 )
+from .kinematics._base import trace_user
 
 __all__ = ["InverseStaticSolution", "inverse_statics"]
 
@@ -42,13 +43,15 @@ _INNER_ITER = 50
 _MAX_DAMPING = 1e12
 
 # InverseStaticSolution.status
-REACHED, MAX_ITER, MINIMUM, NO_EQUILIBRIUM = 0, 1, 2, 3
+REACHED, MAX_ITER, MINIMUM, NO_EQUILIBRIUM, NON_FINITE_OUTPUT = 0, 1, 2, 3, 4
 _RUNNING = -1
 _MESSAGES = (
     "inverse_statics: no convergence within max_iter iterations",
     "inverse_statics: the target is not reached: the iteration ended at a least-squares "
     "minimum (an unreachable target?)",
     "inverse_statics: the equilibrium under the initial inputs u0 could not be solved",
+    "inverse_statics: output(q) - target is not finite (NaN or inf) at the equilibrium under "
+    "the initial inputs u0: the output function (or the target) produced it",
 )
 
 
@@ -63,7 +66,8 @@ class InverseStaticSolution(NamedTuple):
             reachable, the least-squares minimum otherwise.
         iterations: accepted Levenberg–Marquardt steps.
         status: `0` target reached, `1` no convergence within `max_iter`, `2` a least-squares
-            minimum that misses the target (unreachable), `3` no equilibrium under `u0`.
+            minimum that misses the target (unreachable), `3` no equilibrium under `u0`, `4`
+            the output (or the target) is not finite at the equilibrium under `u0`.
     """
 
     q: Array
@@ -136,13 +140,14 @@ def _levenberg_marquardt(
         small = jnp.linalg.norm(c.du) <= tol * jnp.maximum(1.0, jnp.linalg.norm(u))
         status = jnp.select(
             [
+                ~c.started & (inner.status == CONVERGED) & ~jnp.isfinite(err),
                 ~c.started & ~ok,
                 accept & (err <= goal),
                 accept & c.started & small,
                 accept & (it >= max_iter),
                 ~accept & (mu > _MAX_DAMPING * jnp.maximum(gnorm, 1.0)),
             ],
-            [NO_EQUILIBRIUM, REACHED, MINIMUM, MAX_ITER, MINIMUM],
+            [NON_FINITE_OUTPUT, NO_EQUILIBRIUM, REACHED, MINIMUM, MAX_ITER, MINIMUM],
             _RUNNING,
         ).astype(c.status.dtype)
 
@@ -243,9 +248,9 @@ def inverse_statics(
             `tol · max(1, |u|)` (a least-squares minimum).
         max_iter: maximum number of accepted steps.
         throw: raise on failure (default): eagerly a `ValueError` (no equilibrium under `u0`,
-            no convergence within `max_iter`) or a `RuntimeWarning` (target not reached);
-            under `jit`/`vmap` an `equinox.error_if` runtime error for the failures (status 1
-            and 3). With `throw=False` read `status`/`converged`.
+            a non-finite output there, no convergence within `max_iter`) or a
+            `RuntimeWarning` (target not reached); under `jit`/`vmap` an `equinox.error_if`
+            runtime error for the failures (status 1, 3 and 4). With `throw=False` read `status`/`converged`.
 
     Raises:
         ValueError: bad input; with `throw`, the failures above.
@@ -254,6 +259,8 @@ def inverse_statics(
     robot, q, u, loads = setup(robot, u0, q0, loads)
     if not callable(output):
         raise TypeError("inverse_statics: output must be callable y(q) -> (p,)")
+    if isinstance(target, (str, bytes)) or np.iscomplexobj(target):
+        raise TypeError(f"inverse_statics: target must be real numbers, got {target!r}")
     target = jnp.asarray(target, dtype=q.dtype)
     if is_concrete(target) and not np.all(np.isfinite(np.asarray(target))):
         raise ValueError(f"inverse_statics: target must be finite, got {np.asarray(target)}")
@@ -261,7 +268,7 @@ def inverse_statics(
         raise ValueError(f"inverse_statics: damping must be a positive number, got {damping!r}")
     if not (np.isfinite(damping) and damping > 0):
         raise ValueError(f"inverse_statics: damping must be a positive number, got {damping!r}")
-    y = jax.eval_shape(output, q)
+    y = trace_user("inverse_statics output", "q", output, q)
     if y.shape != target.shape or target.ndim != 1:
         raise ValueError(
             f"inverse_statics: output(q) has shape {y.shape}, target {target.shape}; "
@@ -278,10 +285,15 @@ def inverse_statics(
     if not throw:
         return sol
     if not eager:
-        failed = (sol.status == MAX_ITER) | (sol.status == NO_EQUILIBRIUM)
-        index = jnp.where(sol.status == MAX_ITER, 0, 2)
-        return eqx.branched_error_if(sol, failed, index, _MESSAGES)
+        failed = (
+            (sol.status == MAX_ITER)
+            | (sol.status == NO_EQUILIBRIUM)
+            | (sol.status == NON_FINITE_OUTPUT)
+        )
+        return eqx.branched_error_if(sol, failed, jnp.maximum(sol.status - 1, 0), _MESSAGES)
     status, err = int(sol.status), float(sol.output_error)
+    if status == NON_FINITE_OUTPUT:
+        raise ValueError(_MESSAGES[3])
     if status == NO_EQUILIBRIUM:
         # solve it again for the equilibrium's own message
         failed = solve_jit(robot, loads, u, q, tol=_INNER_TOL, max_iter=_INNER_ITER)

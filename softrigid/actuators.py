@@ -28,6 +28,7 @@ from ._checks import as_index, as_vector, check_index
 from ._model import Robot
 from ._module import is_concrete, module, static
 from ._soft_body import SoftBody
+from .kinematics._base import trace_user
 from .materials import deformation_gradient
 from .quadrature._gauss import gauss_legendre
 from .quadrature._geometry import contains, has_geometry, within_envelope
@@ -150,6 +151,13 @@ class Tendon(Actuator):
             for k, p in enumerate(paths):
                 if not callable(p):
                     raise TypeError(f"Tendon: paths[{k}] must be callable x_t(s) -> (3,)")
+                s = jax.ShapeDtypeStruct((), jnp.dtype(float))
+                out = trace_user(f"Tendon paths[{k}]", "s", p, s)
+                if getattr(out, "shape", None) != (3,):
+                    raise ValueError(
+                        f"Tendon: paths[{k}] must return a (3,) material point for a scalar s, "
+                        f"got {getattr(out, 'shape', type(out).__name__)}"
+                    )
         object.__setattr__(self, "offset", offset)
         object.__setattr__(self, "paths", paths)
         if start is not None:
@@ -331,7 +339,7 @@ class PressureChamber(Actuator):
                 )
         if self.volume is not None:
             qb = jax.ShapeDtypeStruct((body.n_q,), jnp.dtype(float))
-            out = jax.eval_shape(self.volume, qb)
+            out = trace_user("PressureChamber volume", "q_B", self.volume, qb)
             if getattr(out, "shape", None) != ():
                 raise ValueError(
                     f"PressureChamber: volume(q_B) must return a scalar for q_B ({body.n_q},), "

@@ -7,7 +7,9 @@
 with the world positions `p_k` of every quadrature node obtained by chaining the joint and body
 transforms. It shares no code with the recursion beyond the kinematics, and its cost grows
 quadratically (or worse) with the number of bodies: it is the oracle of the tests and the
-comparison of the seed's Simulation 3, slow on purpose.
+comparison of the seed's Simulation 3, slow on purpose. The public functions check their
+arguments and outputs as the recursive algorithms do (`softrigid._entry.algorithm`): a
+non-finite result raises an error naming the first bad coordinate.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from ._energy import total_dissipation, total_elastic_energy
-from ._entry import check_robot, check_states
+from ._entry import algorithm
 from ._math import vee
 from ._model import Robot
 from ._rigid_body import RigidBody
@@ -45,13 +47,8 @@ def _world(robot: Robot, q: Array) -> tuple[list, list]:
     return soft, rigid
 
 
-def kinetic_energy(robot: Robot, q: Array, qd: Array) -> Array:
-    """`T(q, q̇)` from the world velocities of every node (and rigid CoM / angular velocity)."""
-    q, qd = check_states(check_robot(robot), q=q, qd=qd)
-    return _kinetic_energy_jit(robot, q, qd)
-
-
 def _kinetic_energy(robot: Robot, q: Array, qd: Array) -> Array:
+    """`T(q, q̇)` (unchecked core)."""
 
     def positions(x: Array) -> tuple:
         soft, rigid = _world(robot, x)
@@ -68,13 +65,8 @@ def _kinetic_energy(robot: Robot, q: Array, qd: Array) -> Array:
     return total
 
 
-def potential_energy(robot: Robot, q: Array) -> Array:
-    """`V(q) = −Σ m_k gravity · p_k + U_elastic(q)`."""
-    (q,) = check_states(check_robot(robot), q=q)
-    return _potential_energy_jit(robot, q)
-
-
 def _potential_energy(robot: Robot, q: Array) -> Array:
+    """`V(q)` (unchecked core)."""
     soft, rigid = _world(robot, q)
     g = robot.gravity
     v = -sum(jnp.sum(m * (p @ g)) for p, m in soft) - sum(
@@ -83,41 +75,49 @@ def _potential_energy(robot: Robot, q: Array) -> Array:
     return v + total_elastic_energy(robot, q)
 
 
-_kinetic_energy_jit = jax.jit(_kinetic_energy)
-_potential_energy_jit = jax.jit(_potential_energy)
-
-
-def lagrangian(robot: Robot, q: Array, qd: Array) -> Array:
-    """`L = T − V`."""
+def _lagrangian(robot: Robot, q: Array, qd: Array) -> Array:
     return _kinetic_energy(robot, q, qd) - _potential_energy(robot, q)
 
 
+# The public functions: arguments checked at the entry, outputs checked finite at run time
+# (`softrigid._entry.algorithm`).
+
+
+@algorithm()
+def kinetic_energy(robot: Robot, q: Array, qd: Array) -> Array:
+    """`T(q, q̇)` from the world velocities of every node (and rigid CoM / angular velocity)."""
+    return _kinetic_energy(robot, q, qd)
+
+
+@algorithm()
+def potential_energy(robot: Robot, q: Array) -> Array:
+    """`V(q) = −Σ m_k gravity · p_k + U_elastic(q)`."""
+    return _potential_energy(robot, q)
+
+
+@algorithm()
+def lagrangian(robot: Robot, q: Array, qd: Array) -> Array:
+    """`L = T − V`."""
+    return _lagrangian(robot, q, qd)
+
+
+@algorithm()
 def inverse_dynamics(robot: Robot, q: Array, qd: Array, qdd: Array) -> Array:
     """`ν = d/dt ∂L/∂q̇ − ∂L/∂q + ∂R/∂q̇` `(n_q,)` by automatic differentiation."""
-    q, qd, qdd = check_states(check_robot(robot), q=q, qd=qd, qdd=qdd)
-    return _inverse_dynamics(robot, q, qd, qdd)
 
-
-@jax.jit
-def _inverse_dynamics(robot: Robot, q: Array, qd: Array, qdd: Array) -> Array:
     def momentum(x: Array, xd: Array) -> Array:
-        return jax.grad(lagrangian, argnums=2)(robot, x, xd)
+        return jax.grad(_lagrangian, argnums=2)(robot, x, xd)
 
     # d/dt ∂L/∂q̇ along (q̇, q̈)
     _, dmomentum = jax.jvp(momentum, (q, qd), (qd, qdd))
     return (
         dmomentum
-        - jax.grad(lagrangian, argnums=1)(robot, q, qd)
+        - jax.grad(_lagrangian, argnums=1)(robot, q, qd)
         + jax.grad(total_dissipation, argnums=2)(robot, q, qd)
     )
 
 
+@algorithm()
 def mass_matrix(robot: Robot, q: Array) -> Array:
     """`M = ∂²T/∂q̇²` `(n_q, n_q)`."""
-    (q,) = check_states(check_robot(robot), q=q)
-    return _mass_matrix(robot, q)
-
-
-@jax.jit
-def _mass_matrix(robot: Robot, q: Array) -> Array:
     return jax.hessian(_kinetic_energy, argnums=2)(robot, q, jnp.zeros_like(q))

@@ -26,10 +26,14 @@ def _soft(density=1000.0):
     return sr.SoftBody(kinematics.PlanarConstantCurvature(L), VOLUME, density=density)
 
 
-@pytest.fixture(scope="module")
-def pendulum():
+def _pendulum():
     bob = sr.RigidBody(1.0, (0.0, 0.0, -0.5), 1e-6 * jnp.eye(3))
     return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), bob)])
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    return _pendulum()
 
 
 # Construction: each case builds something invalid; (exception type, what the message names).
@@ -44,6 +48,21 @@ CONSTRUCTION = {
         lambda: _rigid(com=(0.0, np.nan, 0.0)),
         ValueError,
         "com must be finite",
+    ),
+    "world_points of a string": (
+        lambda: sr.world_points(_pendulum(), jnp.zeros(1), 0, "abc"),
+        TypeError,
+        "world_points: points must be a real array",
+    ),
+    "complex world_points": (
+        lambda: sr.world_points(_pendulum(), jnp.zeros(1), 0, jnp.ones((1, 3)) * 1j),
+        TypeError,
+        "world_points: points must be real",
+    ),
+    "NaN world_points": (
+        lambda: sr.world_points(_pendulum(), jnp.zeros(1), 0, [[0.0, np.nan, 0.1]]),
+        ValueError,
+        r"world_points: points contains non-finite values \(NaN or inf\), first at point 0",
     ),
     "string mass": (lambda: _rigid(mass="heavy"), TypeError, "mass must be real numbers"),
     "distal tuple of three": (

@@ -58,6 +58,7 @@ def _bad_file(tmp_path: Path, kind: str) -> Path:
         "xml.vtu": ("xml.vtu", XML_NOT_A_MESH.encode()),
         "xml.xdmf": ("xml.xdmf", XML_NOT_A_MESH.encode()),
         "unknown suffix": ("mesh.xyz", b"1 2 3\n"),
+        "text read as empty": ("text.obj", b"hello world\n1 2 3\n"),
         "folder": ("folder.vtu", None),
     }[kind]
     path = tmp_path / name
@@ -82,6 +83,7 @@ BAD_FILES = [
     "xml.vtu",
     "xml.xdmf",
     "unknown suffix",
+    "text read as empty",
     "folder",
 ]
 

@@ -91,6 +91,90 @@ def test_untraceable_part_names_the_function(case):
     assert isinstance(info.value.__cause__, tuple(cause for _, cause in NOT_TRACEABLE.values()))
 
 
+def energy_numpy(F):
+    return np.linalg.det(F) - 1.0
+
+
+def potential_if(q):
+    if q[0] > 0:
+        return q[0] ** 2
+    return -q[0]
+
+
+def rayleigh_float(q, qd):
+    return float(qd[0]) ** 2
+
+
+def path_numpy(s):
+    return np.array([0.0, 0.0, 0.3 * s])
+
+
+def volume_if(q):
+    if q[0] > 0:
+        return 1.0 + q[0]
+    return 1.0
+
+
+def output_numpy(q):
+    return np.asarray(q)
+
+
+def _segment(material=None):
+    return sr.SoftBody(km.PlanarConstantCurvature(0.3), VOLUME, 1000.0, material=material)
+
+
+def _actuated(actuator):
+    return sr.Robot([sr.Link(sr.joints.Fixed(), _segment())], actuators=actuator)
+
+
+UNTRACEABLE_CALLBACKS = {
+    "StrainEnergy W": (
+        lambda: sr.materials.StrainEnergy(energy_numpy),
+        "StrainEnergy W 'energy_numpy'",
+        "F",
+    ),
+    "Energy potential": (
+        lambda: _segment(sr.materials.Energy(potential_if)),
+        "Energy potential 'potential_if'",
+        "q or qd",
+    ),
+    "Energy rayleigh": (
+        lambda: _segment(sr.materials.Energy(lambda q: q[0] ** 2, rayleigh_float)),
+        "Energy rayleigh 'rayleigh_float'",
+        "q or qd",
+    ),
+    "Tendon path": (
+        lambda: sr.actuators.Tendon(0, paths=[path_numpy]),
+        "Tendon paths[0]",
+        "s",
+    ),
+    "PressureChamber volume": (
+        lambda: _actuated(sr.actuators.PressureChamber(0, volume=volume_if)),
+        "PressureChamber volume",
+        "q_B",
+    ),
+    "inverse_statics output": (
+        lambda: sr.statics.inverse_statics(
+            _actuated(sr.actuators.PressureChamber(0, volume=lambda q: q[0])),
+            output_numpy,
+            jnp.zeros(1),
+        ),
+        "inverse_statics output",
+        "q",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", UNTRACEABLE_CALLBACKS)
+def test_untraceable_callback_names_the_function(case):
+    build, name, argument = UNTRACEABLE_CALLBACKS[case]
+    with pytest.raises(TypeError, match="jax.numpy") as info:
+        build()
+    message = str(info.value)
+    assert name in message and f"NumPy on {argument}," in message
+    assert isinstance(info.value.__cause__, tuple(cause for _, cause in NOT_TRACEABLE.values()))
+
+
 class UserError(Exception):
     pass
 
@@ -146,16 +230,49 @@ MUTATIONS = {
 }
 
 
-@pytest.mark.parametrize("case", MUTATIONS)
-def test_params_are_copied(case):
-    params = {"scale": np.array([1.0, 2.0, 3.0]), "offset": [np.array([0.1, 0.0, -0.2])]}
+def _map_results(params):
     body = sr.SoftBody(scaled, VOLUME, 1000.0, n_q=1, params=params)
     x, q = jnp.array([0.01, -0.02, 0.2]), jnp.array([0.3])
-    before = np.asarray(body.kinematics(x, q))
-    points = np.asarray(body.kinematics.map_points(VOLUME.points, q))
+    return lambda: (body.kinematics(x, q), body.kinematics.map_points(VOLUME.points, q))
+
+
+def _strain_energy_results(params):
+    def density(F, p):
+        return jnp.sum(p["scale"] * jnp.diagonal(F)) + jnp.sum(p["offset"][0] * F[0])
+
+    material = sr.materials.StrainEnergy(density, params=params)
+    F = jnp.eye(3) + 0.1 * jnp.arange(9.0).reshape(3, 3)
+    return lambda: (material.density(F),)
+
+
+def _energy_results(params):
+    def potential(q, p):
+        return jnp.sum(p["scale"]) * q[0] ** 2 + p["offset"][0][0] * q[0]
+
+    def rayleigh(q, qd, p):
+        return p["scale"][0] * qd[0] ** 2 + p["offset"][0][2] * q[0] * qd[0] ** 2
+
+    material = sr.materials.Energy(potential, rayleigh, params=params)
+    q, qd = jnp.array([0.3]), jnp.array([-0.2])
+    return lambda: (material.energy(None, q), material.dissipation(None, q, qd))
+
+
+MODELS_WITH_PARAMS = {
+    "map": _map_results,
+    "StrainEnergy": _strain_energy_results,
+    "Energy": _energy_results,
+}
+
+
+@pytest.mark.parametrize("model", MODELS_WITH_PARAMS)
+@pytest.mark.parametrize("case", MUTATIONS)
+def test_params_are_copied(model, case):
+    params = {"scale": np.array([1.0, 2.0, 3.0]), "offset": [np.array([0.1, 0.0, -0.2])]}
+    results = MODELS_WITH_PARAMS[model](params)
+    before = [np.asarray(r) for r in results()]
     MUTATIONS[case](params)
-    np.testing.assert_array_equal(body.kinematics(x, q), before)
-    np.testing.assert_array_equal(body.kinematics.map_points(VOLUME.points, q), points)
+    for after, ref in zip(results(), before):
+        np.testing.assert_array_equal(after, ref)
 
 
 def test_params_copy_keeps_gradients():

@@ -295,6 +295,20 @@ def test_singular_step_names_an_unresolved_strain_basis():
         equilibrium(robot, jnp.ones(robot.n_q))
 
 
+def test_non_finite_output_is_named():
+    # the equilibrium under u0 = 0 is q = 0, where log(q) = −inf: the output is blamed, not the
+    # equilibrium; under jit a NaN target gives the same status
+    robot = pendulum(gravity=(0.0, 0.0, 0.0), stiffness=2.0)
+    with pytest.raises(ValueError, match=r"output\(q\) - target is not finite .* output function"):
+        inverse_statics(robot, jnp.log, [0.1])
+
+    def solve(t):
+        return inverse_statics(robot, jnp.sin, t, throw=False)
+
+    sol = jax.jit(solve)(jnp.array([jnp.nan]))
+    assert int(sol.status) == 4 and not sol.converged
+
+
 def test_no_convergence_is_an_error(arm):
     with pytest.raises(ValueError, match="did not converge in 2 iterations"):
         equilibrium(arm, jnp.array([3.0, 0.5]), max_iter=2)
@@ -315,6 +329,8 @@ def test_bad_arguments(arm):
         inverse_statics(arm, lambda q: q, jnp.zeros(3))
     with pytest.raises(ValueError, match="target must be finite"):
         inverse_statics(arm, lambda q: q, jnp.array([0.1, jnp.nan]))
+    with pytest.raises(TypeError, match="inverse_statics: target must be real numbers"):
+        inverse_statics(arm, lambda q: q, jnp.array([0.1 + 1j, 0.0]))
     with pytest.raises(ValueError, match="damping must be a positive number"):
         inverse_statics(arm, lambda q: q, jnp.zeros(2), damping=-1e-3)
     with pytest.raises(ValueError, match="weights must be finite and positive"):

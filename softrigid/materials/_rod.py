@@ -13,6 +13,7 @@ from jax import Array
 
 from .._checks import as_scalar
 from .._module import is_concrete, module, static
+from ..kinematics._base import trace_user
 from ._base import Material, check_eta
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ class CosseratRod(Material):
             )
         x = jax.ShapeDtypeStruct((), jnp.dtype(float))
         q = jax.ShapeDtypeStruct((body.n_q,), jnp.dtype(float))
-        out = jax.eval_shape(self._strain_fn(body), x, q)
+        out = trace_user(f"CosseratRod: strain of {name!r}", "X or q", self._strain_fn(body), x, q)
         if getattr(out, "shape", None) != (6,):
             raise ValueError(
                 f"CosseratRod: strain(X, q) of {name!r} must return (6,), "

@@ -17,6 +17,7 @@ from jax import Array
 
 from .._checks import as_scalar, copy_params
 from .._module import is_concrete, module, static
+from ..kinematics._base import trace_user
 from ._base import Material, check_eta
 
 if TYPE_CHECKING:
@@ -287,9 +288,9 @@ class StrainEnergy(_Solid):
         object.__setattr__(self, "eta", check_eta("StrainEnergy", eta))
         object.__setattr__(self, "params", copy_params(params))
         f = jax.ShapeDtypeStruct((3, 3), jnp.dtype(float))
-        out = jax.eval_shape(self.density, f)
+        name = getattr(W, "__name__", repr(W))
+        out = trace_user(f"StrainEnergy W {name!r}", "F", self.density, f)
         if getattr(out, "shape", None) != ():
-            name = getattr(W, "__name__", repr(W))
             raise ValueError(
                 f"StrainEnergy: W {name!r} must return a scalar for F (3, 3), "
                 f"got {getattr(out, 'shape', type(out).__name__)}"
@@ -354,9 +355,14 @@ class Energy(Material):
         if self.rayleigh is not None:
             checks.append(("rayleigh", self.rayleigh, (q, q)))
         for label, fn, args in checks:
-            out = jax.eval_shape(lambda *a, fn=fn: fn(*self._args(*a)), *args)
+            name = getattr(fn, "__name__", repr(fn))
+            out = trace_user(
+                f"Energy {label} {name!r}",
+                "q or qd",
+                lambda *a, fn=fn: fn(*self._args(*a)),
+                *args,
+            )
             if getattr(out, "shape", None) != ():
-                name = getattr(fn, "__name__", repr(fn))
                 raise ValueError(
                     f"Energy: {label} {name!r} must return a scalar for q ({body.n_q},), "
                     f"got {getattr(out, 'shape', type(out).__name__)}"

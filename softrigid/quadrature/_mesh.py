@@ -409,15 +409,23 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
             a warning rather than an error.
     """
     mesh = _load(mesh_or_path)
+    source = "the mesh" if isinstance(mesh_or_path, meshio.Mesh) else f"'{mesh_or_path}'"
     bary, w = _degree_rule("from_mesh", degree)
     points = meshing._real_array("from_mesh: mesh points", mesh.points, finite=False)
+    if points.size == 0:
+        raise ValueError(
+            f"from_mesh: {source} has no points/tetrahedra (an empty mesh, or a file that is "
+            "not a mesh in the format of its suffix)"
+        )
     if points.ndim != 2 or points.shape[1] != 3:
-        raise ValueError(f"from_mesh: mesh points must have shape (N, 3), got {points.shape}")
+        raise ValueError(
+            f"from_mesh: the points of {source} must have shape (N, 3), got {points.shape}"
+        )
     blocks = [i for i, c in enumerate(mesh.cells) if c.type in _TET_TYPES]
     if not blocks:
         types = sorted({c.type for c in mesh.cells}) or ["none"]
         raise ValueError(
-            "from_mesh: the mesh has no tetrahedra (tetra or tetra10 cells); "
+            f"from_mesh: {source} has no tetrahedra (tetra or tetra10 cells); "
             f"cell types found: {', '.join(types)}"
         )
     bad_nodes = ~np.all(np.isfinite(points), axis=1)

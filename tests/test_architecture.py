@@ -152,6 +152,13 @@ def test_non_finite_output_names_the_coordinate(sqrt_robot):
         sr.inverse_dynamics(sqrt_robot, jnp.array([0.0, 0.5]), jnp.array([1e200, 0.0]), z)
 
 
+def test_lagrangian_baseline_checks_its_output(sqrt_robot):
+    with pytest.raises(
+        ValueError, match=r"mass_matrix: non-finite value .* at coordinate \d+ \(link \d"
+    ):
+        sr.lagrangian.mass_matrix(sqrt_robot, jnp.zeros(2))
+
+
 def test_checks_fire_under_jit_and_vmap(sqrt_robot):
     z = jnp.zeros(2)
     good, bad = jnp.array([0.0, 0.3]), jnp.zeros(2)  # d|q|/dq is NaN only at q = 0
@@ -163,6 +170,33 @@ def test_checks_fire_under_jit_and_vmap(sqrt_robot):
     assert np.all(np.isfinite(batched(jnp.stack([good, 2 * good]))))
     with pytest.raises(Exception, match="inverse_dynamics: non-finite value"):
         jax.block_until_ready(batched(jnp.stack([good, bad])))
+
+
+VECTOR_FIELD_BAD = {
+    "batched state": ((jnp.zeros((2, 2)), jnp.zeros((2, 2))), ValueError, "use jax.vmap"),
+    "complex state": (
+        (jnp.array([0.1 + 0.2j, 0.0]), jnp.zeros(2)),
+        TypeError,
+        "q must be real floating point",
+    ),
+    "not a pair": (jnp.zeros(4), TypeError, r"y must be the pair \(q, qd\)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VECTOR_FIELD_BAD))
+def test_vector_field_refuses_bad_states(sqrt_robot, case):
+    y, error, pattern = VECTOR_FIELD_BAD[case]
+    with pytest.raises(error, match=pattern):
+        sr.vector_field(sqrt_robot)(0.0, y)
+
+
+def test_vector_field_promotes_and_checks_its_output(sqrt_robot):
+    f = sr.vector_field(sqrt_robot)
+    qd = jnp.array([0.5, 0.1])
+    _, qdd = f(0.0, (jnp.array([0.0, 0.3], jnp.float32), qd))  # float32 q, float64 q̇
+    assert qdd.dtype == jnp.float64 and np.all(np.isfinite(qdd))
+    with pytest.raises(ValueError, match=r"vector_field: non-finite value .* at coordinate 0 "):
+        f(0.0, (jnp.zeros(2, jnp.float32), qd))  # d|q|/dq is NaN at q = 0 (same program)
 
 
 def test_singular_mass_matrix_is_reported():
@@ -233,9 +267,11 @@ def test_eager_calls_do_not_retrace():
 
 def test_second_radau_simulate_does_not_retrace():
     """The Radau callbacks and the recorded inputs are module-level compiled functions: a second
-    run of the same robot structure and controller compiles nothing."""
+    run of the same robot structure and controller compiles nothing (a rigid pendulum: cheap to
+    compile; the controller counts the traces of the right-hand side and of its Jacobian)."""
     traces = []
-    robot = _counted_robot(traces)
+    body = sr.RigidBody(1.0, (0.0, 0.0, -0.3), 1e-3 * jnp.eye(3))
+    robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), body)])
 
     def controller(t, q, qd):
         traces.append(1)
@@ -331,34 +367,37 @@ def test_core_modules_never_import_higher_layers():
 
 
 def test_inverse_dynamics_derivatives(arm):
-    """The public derivatives are those of `ν = ID(q, q̇, q̈)` (whatever the actuators); the
-    integrators' residual variant those of `ν − A(q) u` (tendons: `A` depends on `q`)."""
+    """The public derivatives are those of `ν = ID(q, q̇, q̈)` (whatever the actuators), against
+    `jax.jacfwd` and central differences; the integrators' residual variant those of
+    `ν − A(q) u`, i.e. the public ones minus the actuation's."""
     q, qd, qdd = _state(3, arm.n_q)
     u = jnp.array([0.4, 2.0])
-    public = sr.inverse_dynamics_derivatives(arm, q, qd, qdd)
-    loads = check_loads(arm, None)
-    core = jax.jit(residual_derivatives)(arm, q, qd, qdd, loads, u)
+    d = sr.inverse_dynamics_derivatives(arm, q, qd, qdd)
 
     def nu(x, xd):
         return sr.inverse_dynamics(arm, x, xd, qdd)
 
-    def residual(x, xd):
-        return nu(x, xd) - sr.actuation_force(arm, x, u)
-
+    np.testing.assert_allclose(d.nu, nu(q, qd), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(d.mass_matrix, sr.mass_matrix(arm, q), rtol=1e-12, atol=1e-14)
+    # against jax.jacfwd of the public function ...
+    jq, jqd = jax.jacfwd(nu, argnums=(0, 1))(q, qd)
+    np.testing.assert_allclose(d.d_q, jq, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(d.d_qd, jqd, rtol=1e-10, atol=1e-10)
+    # ... and central differences
     h = 1e-6
     eye = jnp.eye(arm.n_q)
-    for d, f in ((public, nu), (core, residual)):
-        np.testing.assert_allclose(d.nu, f(q, qd), rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(d.mass_matrix, sr.mass_matrix(arm, q), rtol=1e-12, atol=1e-14)
-        # against jax.jacfwd of the public functions ...
-        jq, jqd = jax.jacfwd(f, argnums=(0, 1))(q, qd)
-        np.testing.assert_allclose(d.d_q, jq, rtol=1e-10, atol=1e-10)
-        np.testing.assert_allclose(d.d_qd, jqd, rtol=1e-10, atol=1e-10)
-        # ... and central differences
-        fd_q = np.stack([(f(q + h * e, qd) - f(q - h * e, qd)) / (2 * h) for e in eye], 1)
-        fd_qd = np.stack([(f(q, qd + h * e) - f(q, qd - h * e)) / (2 * h) for e in eye], 1)
-        np.testing.assert_allclose(d.d_q, fd_q, rtol=1e-6, atol=1e-7 * float(np.abs(fd_q).max()))
-        np.testing.assert_allclose(d.d_qd, fd_qd, rtol=1e-6, atol=1e-7 * float(np.abs(fd_qd).max()))
+    fd_q = np.stack([(nu(q + h * e, qd) - nu(q - h * e, qd)) / (2 * h) for e in eye], 1)
+    fd_qd = np.stack([(nu(q, qd + h * e) - nu(q, qd - h * e)) / (2 * h) for e in eye], 1)
+    np.testing.assert_allclose(d.d_q, fd_q, rtol=1e-6, atol=1e-7 * float(np.abs(fd_q).max()))
+    np.testing.assert_allclose(d.d_qd, fd_qd, rtol=1e-6, atol=1e-7 * float(np.abs(fd_qd).max()))
+    # the residual r = ν − A(q) u: ∂r/∂q = ∂ν/∂q − ∂(A(q) u)/∂q, ∂r/∂q̇ = ∂ν/∂q̇
+    core = jax.jit(residual_derivatives)(arm, q, qd, qdd, check_loads(arm, None), u)
+    force = sr.actuation_force(arm, q, u)
+    d_force = jax.jacfwd(lambda x: sr.actuation_force(arm, x, u))(q)
+    np.testing.assert_allclose(core.nu, d.nu - force, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(core.mass_matrix, d.mass_matrix, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(core.d_q, d.d_q - d_force, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(core.d_qd, d.d_qd, rtol=1e-10, atol=1e-10)
     with pytest.raises(TypeError, match="u"):
         sr.inverse_dynamics_derivatives(arm, q, qd, qdd, u=u)
 

@@ -360,7 +360,7 @@ def test_from_mesh_other_input_errors(small_mesh):
         from_mesh(meshio.Mesh(bad, [("tetra", cells)]))
     with pytest.raises(ValueError, match=r"reference nodes outside \[0, 3\)"):
         from_mesh(meshio.Mesh(pts[:3], [("tetra", cells)]))
-    with pytest.raises(ValueError, match=r"mesh points must have shape \(N, 3\)"):
+    with pytest.raises(ValueError, match=r"the points of the mesh must have shape \(N, 3\)"):
         from_mesh(meshio.Mesh(pts[:, :2], [("tetra", cells)]))
     with pytest.raises(TypeError, match="expected a meshio.Mesh or a file path, got int"):
         from_mesh(3)

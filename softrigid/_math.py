@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from jax import Array
 
 __all__ = [
+    "axis_rotation",
     "coef_a",
     "coef_b",
     "coef_c",
@@ -94,6 +95,15 @@ def vee(m: Array) -> Array:
     return 0.5 * jnp.stack(
         [m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]], -1
     )
+
+
+def axis_rotation(axis: Array, angle: Array) -> Array:
+    """Rotation by `angle` about the unit `axis`: `R = I + sin θ K + (1 − cos θ) K²`,
+    `K = skew(axis)` (Rodrigues with a known unit axis: exact and smooth for every angle, no
+    series branch as in `rotation_exp`)."""
+    k = skew(axis)
+    eye = jnp.eye(3, dtype=k.dtype)
+    return eye + jnp.sin(angle) * k + (1.0 - jnp.cos(angle)) * (k @ k)
 
 
 def rotation_exp(w: Array) -> Array:

@@ -36,7 +36,7 @@ import numpy as np
 from jax import Array
 
 from ._checks import as_float, as_placement, as_scalar
-from ._math import rechart_rotation_vector, rotation_exp
+from ._math import axis_rotation, rechart_rotation_vector, rotation_exp
 from ._module import is_concrete, module, static
 
 __all__ = [
@@ -211,7 +211,7 @@ class Revolute(_AxisJoint):
     """
 
     def motion(self, q: Array) -> tuple[Array, Array]:
-        return rotation_exp(self.axis * q[0]), jnp.zeros(3)
+        return axis_rotation(self.axis, q[0]), jnp.zeros(3)
 
 
 @module
@@ -259,7 +259,7 @@ class Helical(_AxisJoint):
 
     def motion(self, q: Array) -> tuple[Array, Array]:
         # R = exp(θ [a]),  t = pitch θ / (2π) a
-        return rotation_exp(self.axis * q[0]), self.axis * (self.pitch * q[0] / (2.0 * np.pi))
+        return axis_rotation(self.axis, q[0]), self.axis * (self.pitch * q[0] / (2.0 * np.pi))
 
 
 @module
@@ -278,7 +278,7 @@ class Cylindrical(_AxisJoint):
     _N_Q: ClassVar[int] = 2
 
     def motion(self, q: Array) -> tuple[Array, Array]:
-        return rotation_exp(self.axis * q[1]), self.axis * q[0]
+        return axis_rotation(self.axis, q[1]), self.axis * q[0]
 
 
 @module
@@ -326,7 +326,7 @@ class Universal(_SpringJoint):
 
     def motion(self, q: Array) -> tuple[Array, Array]:
         # R = exp(θ1 [a1]) exp(θ2 [a2])
-        return rotation_exp(self.axis1 * q[0]) @ rotation_exp(self.axis2 * q[1]), jnp.zeros(3)
+        return axis_rotation(self.axis1, q[0]) @ axis_rotation(self.axis2, q[1]), jnp.zeros(3)
 
 
 def _plane_axes(normal: Array) -> tuple[Array, Array]:
@@ -383,7 +383,7 @@ class Planar(_SpringJoint):
 
     def motion(self, q: Array) -> tuple[Array, Array]:
         # R = exp(θ [n]),  t = x e1 + y e2
-        return rotation_exp(self.normal * q[2]), self.tangent1 * q[0] + self.tangent2 * q[1]
+        return axis_rotation(self.normal, q[2]), self.tangent1 * q[0] + self.tangent2 * q[1]
 
 
 @module

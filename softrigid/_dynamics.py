@@ -25,7 +25,6 @@ from ._model import Robot
 
 __all__ = [
     "DynamicsTerms",
-    "accelerations",
     "actuation",
     "actuation_force",
     "actuation_matrix",
@@ -245,21 +244,14 @@ def solve_accelerations(robot: Robot, t: DynamicsTerms, u: Array, check: bool = 
     return jax.scipy.linalg.cho_solve((factor, lower), t.actuation @ u - t.bias)
 
 
-def accelerations(
-    robot: Robot, q: Array, qd: Array, u: Array, loads: tuple = (), solver: str = "cholesky"
-) -> Array:
-    """`q̈` of `M q̈ + bias = A(q) u` (unchecked core) by `solver`: `"cholesky"` (`M` and a
-    Cholesky solve) or `"articulated"` (the `O(N)` articulated-body recursion)."""
-    if solver == "articulated":
-        return articulated_accelerations(robot, q, qd, actuation(robot, q) @ u, loads)
-    return solve_accelerations(robot, terms(robot, q, qd, loads), u)
-
-
 @algorithm(static_argnames=("solver",))
 def _forward_dynamics(
     robot: Robot, q: Array, qd: Array, u: Array, loads: Any = None, solver: str = "cholesky"
 ) -> Array:
-    return accelerations(robot, q, qd, u, loads, solver)
+    # both paths check their factorization at run time (M, or every D_i), naming the coordinate
+    if solver == "articulated":
+        return articulated_accelerations(robot, q, qd, actuation(robot, q) @ u, loads)
+    return solve_accelerations(robot, terms(robot, q, qd, loads), u)
 
 
 def forward_dynamics(

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ._checks import as_float
 from ._dynamics import actuation
 from ._model import Robot
 from ._module import is_concrete
@@ -250,7 +251,8 @@ def inverse_statics(
         throw: raise on failure (default): eagerly a `ValueError` (no equilibrium under `u0`,
             a non-finite output there, no convergence within `max_iter`) or a
             `RuntimeWarning` (target not reached); under `jit`/`vmap` an `equinox.error_if`
-            runtime error for the failures (status 1, 3 and 4). With `throw=False` read `status`/`converged`.
+            runtime error for the failures (status 1, 3 and 4). With `throw=False` read
+            `status`/`converged`.
 
     Raises:
         ValueError: bad input; with `throw`, the failures above.
@@ -259,9 +261,7 @@ def inverse_statics(
     robot, q, u, loads = setup(robot, u0, q0, loads)
     if not callable(output):
         raise TypeError("inverse_statics: output must be callable y(q) -> (p,)")
-    if isinstance(target, (str, bytes)) or np.iscomplexobj(target):
-        raise TypeError(f"inverse_statics: target must be real numbers, got {target!r}")
-    target = jnp.asarray(target, dtype=q.dtype)
+    target = as_float(target, "inverse_statics: target").astype(q.dtype)
     if is_concrete(target) and not np.all(np.isfinite(np.asarray(target))):
         raise ValueError(f"inverse_statics: target must be finite, got {np.asarray(target)}")
     if not isinstance(damping, (int, float)) or isinstance(damping, bool):

@@ -23,6 +23,7 @@ from . import (
 )
 from ._body import Body
 from ._chain import forward_kinematics, material_points, world_points
+from ._closed_loop import vector_field
 from ._constraints import ConstrainedAccelerations, constrained_forward_dynamics
 from ._derivatives import InverseDynamicsDerivatives, inverse_dynamics_derivatives
 from ._dynamics import (
@@ -49,7 +50,6 @@ from ._energy import (
     potential_energy,
     stiffness_matrix,
 )
-from ._integrators import vector_field
 from ._loads import PointLoad, Wrench
 from ._model import Link, Robot
 from ._rigid_body import RigidBody

@@ -1,7 +1,7 @@
 """Fixed-step simulation of `M(q) q̈ + c + g + s − Q_ext = A(q) u` inside `lax.scan`, and the
 adaptive Radau method on the host.
 
-The driver is separate from the schemes (`softrigid._integrators`): it checks the arguments,
+The driver is separate from the schemes (`softrigid._integrators`, `softrigid._radau`): it checks the arguments,
 runs `scheme.step` over the time grid, holds the inputs between controller samples
 (`control_period`), records `u`, reports progress, and turns a failed step (a Newton iteration
 that did not converge) or a non-finite state into an error naming its time: a `ValueError` in an
@@ -31,6 +31,7 @@ from jax import Array
 
 from ._articulated import choose_solver
 from ._charts import has_charts, rechart
+from ._closed_loop import closed_loop
 from ._constraints import Constraint, check_constraints, check_constraints_at
 from ._controller import Controller
 from ._entry import PREFIX, check_robot, check_states
@@ -39,14 +40,13 @@ from ._integrators import (
     GeneralizedAlpha,
     ImplicitEuler,
     Integrator,
-    Radau,
     SemiImplicitEuler,
     State,
-    closed_loop,
 )
 from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
+from ._radau import Radau
 
 __all__ = ["METHODS", "Trajectory", "simulate"]
 
@@ -103,9 +103,13 @@ class _Progress:
 
 def _rechart(robot: Robot, state: State, implicit: bool) -> State:
     """`state` in the joints' charts away from their singularities (`softrigid._charts`); an
-    implicit scheme's accelerations (`q̈`, generalized-α's `a`) change chart with it."""
+    implicit scheme's accelerations (`q̈`, generalized-α's `a`) change chart with it, and its
+    kept iteration matrix, written in the old chart, is dropped when the chart changed."""
     if implicit:
-        return State(*rechart(robot, *state))
+        q, qd, qdd, a = rechart(robot, state.q, state.qd, state.qdd, state.a)
+        same = jnp.all(q == state.q)
+        matrix = state.matrix._replace(valid=jnp.where(same, state.matrix.valid, 0.0))
+        return State(q, qd, qdd, a, matrix)
     q, qd = rechart(robot, state.q, state.qd)
     return state._replace(q=q, qd=qd)
 

@@ -12,13 +12,8 @@ too: `method="generalized_alpha"`.
 solvers, e.g. diffrax: `diffrax.ODETerm(lambda t, y, args: f(t, y))`.
 """
 
-from ._integrators import (
-    RK4,
-    GeneralizedAlpha,
-    ImplicitEuler,
-    Radau,
-    SemiImplicitEuler,
-    vector_field,
-)
+from ._closed_loop import vector_field
+from ._integrators import RK4, GeneralizedAlpha, ImplicitEuler, SemiImplicitEuler
+from ._radau import Radau
 
 __all__ = ["RK4", "GeneralizedAlpha", "ImplicitEuler", "Radau", "SemiImplicitEuler", "vector_field"]

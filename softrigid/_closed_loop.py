@@ -1,0 +1,173 @@
+"""The closed-loop dynamics a simulation integrates, and its first-order vector field.
+
+`Dynamics` bundles the robot, its constant loads, the input law `u(t, q, q̇[, terms])` and the
+constraints, and evaluates, once per stage, the dynamics terms shared by the controller and the
+acceleration solve:
+
+    q̈ = M(q)⁻¹ (A(q) u − bias(q, q̇)),   bias = c + g + s − Q_ext,
+    r(t, q, q̇, q̈) = M q̈ + bias − A u   (the implicit schemes' residual).
+
+`vector_field` is the public `f(t, (q, q̇)) = (q̇, q̈)` for the user's own ODE solvers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from ._articulated import articulated_accelerations, choose_solver
+from ._constraints import Constraint, check_constraints, constrained_accelerations
+from ._controller import Controller
+from ._dynamics import DynamicsTerms, actuation, solve_accelerations, terms
+from ._entry import check_finite, check_robot, check_states, raise_runtime_errors
+from ._loads import check_loads
+from ._model import Robot
+from ._module import is_concrete
+
+__all__ = ["Dynamics", "closed_loop", "make_dynamics", "vector_field"]
+
+
+class Dynamics(NamedTuple):
+    """The closed-loop dynamics one run integrates (built inside the compiled program).
+
+    `law(t, q, q̇, terms) -> u` gives the robot's inputs; `terms` is the stage's
+    `DynamicsTerms` when `needs_terms` (a `Controller`), else `None`. `constraints`
+    (`softrigid.constraints`) act through the Udwadia–Kalaba equation in `accel`. `solver`
+    (`"cholesky"` or `"articulated"`) computes `q̈` in `accel` when neither the controller nor
+    the constraints need `M` (then `M` is built anyway and the Cholesky solve shares it)."""
+
+    robot: Robot
+    loads: tuple
+    law: Callable[[Array, Array, Array, DynamicsTerms | None], Array]
+    needs_terms: bool
+    constraints: tuple[Constraint, ...] = ()
+    solver: str = "cholesky"
+
+    def checked(self, u: Any, q: Array) -> Array:
+        u = jnp.asarray(u, dtype=q.dtype)
+        if u.shape != (self.robot.n_u,):
+            what = "actuator inputs" if self.robot.actuators else "generalized forces"
+            raise ValueError(
+                f"controller(t, q, qd) must return the robot's inputs, shape ({self.robot.n_u},) "
+                f"({what}), got {u.shape}"
+            )
+        return u
+
+    def inputs(self, t: Array, q: Array, qd: Array) -> Array:
+        """`u(t, q, q̇)` (evaluating the terms only for a `Controller`)."""
+        tm = terms(self.robot, q, qd, self.loads) if self.needs_terms else None
+        return self.checked(self.law(t, q, qd, tm), q)
+
+    def accel(self, t: Array, q: Array, qd: Array) -> Array:
+        """`q̈ = M⁻¹ (A u − bias)`, or the Udwadia–Kalaba accelerations under `constraints`,
+        the terms evaluated once and shared with the controller (a singular `M` gives NaN,
+        reported by the driver as a divergence)."""
+        if self.solver == "articulated" and not (self.needs_terms or self.constraints):
+            u = self.checked(self.law(t, q, qd, None), q)
+            nu = actuation(self.robot, q) @ u
+            return articulated_accelerations(self.robot, q, qd, nu, self.loads, check=False)
+        tm = terms(self.robot, q, qd, self.loads)
+        u = self.checked(self.law(t, q, qd, tm), q)
+        if self.constraints:
+            return constrained_accelerations(self.robot, tm, u, self.constraints, t, q, qd).qdd
+        return solve_accelerations(self.robot, tm, u, check=False)
+
+    def residual(self, t: Array, q: Array, qd: Array, qdd: Array) -> Array:
+        """`ν = M q̈ + bias − A u` at `(t, q, q̇, q̈)`."""
+        tm = terms(self.robot, q, qd, self.loads)
+        u = self.checked(self.law(t, q, qd, tm if self.needs_terms else None), q)
+        return tm.mass_matrix @ qdd + tm.bias - tm.actuation @ u
+
+    def hold(self, u: Array) -> Dynamics:
+        """The same dynamics with the inputs held at `u` (zero-order hold)."""
+        return self._replace(law=lambda t, q, qd, tm: u, needs_terms=False)
+
+
+def make_dynamics(
+    robot: Robot,
+    loads: tuple,
+    controller: Any,
+    constraints: tuple[Constraint, ...] = (),
+    solver: str = "cholesky",
+) -> Dynamics:
+    """`Dynamics` for `controller`: `None`, a `Controller` or a callable `u(t, q, q̇)`;
+    `solver` is `"cholesky"` or `"articulated"` (resolved by `choose_solver`)."""
+    if controller is None:
+        dyn = Dynamics(robot, loads, lambda t, q, qd, tm: jnp.zeros(robot.n_u, q.dtype), False)
+    elif isinstance(controller, Controller):
+        dyn = Dynamics(robot, loads, lambda t, q, qd, tm: controller(t, q, qd, tm), True)
+    else:
+        dyn = Dynamics(robot, loads, lambda t, q, qd, tm: controller(t, q, qd), False)
+    return dyn._replace(constraints=constraints, solver=solver)
+
+
+def closed_loop(
+    robot: Robot,
+    loads: tuple,
+    policy: Controller | None,
+    law: Callable | None,
+    constraints: tuple[Constraint, ...] = (),
+    solver: str = "cholesky",
+) -> Dynamics:
+    """`make_dynamics` with the controller split for a module-level `jax.jit`: a `Controller`
+    `policy` (a pytree, traced), or when it is `None` the callable or `None` `law` (static)."""
+    return make_dynamics(robot, loads, law if policy is None else policy, constraints, solver)
+
+
+def vector_field(
+    robot: Robot,
+    controller: Any = None,
+    loads: Any = None,
+    constraints: Any = None,
+    solver: str = "auto",
+) -> Callable[[Array, tuple[Array, Array]], tuple[Array, Array]]:
+    """The first-order vector field of the closed loop, for the user's own ODE solvers:
+
+        f(t, (q, q̇)) = (q̇, M⁻¹ (A(q) u − bias)),   u = controller(t, q, q̇[, terms]),
+
+    or the Udwadia–Kalaba accelerations under `constraints`.
+
+    `y = (q, q̇)` is a tuple (a pytree); `f` is jit-, vmap- and grad-traceable. With diffrax:
+
+        term = diffrax.ODETerm(lambda t, y, args: f(t, y))
+        sol = diffrax.diffeqsolve(term, diffrax.Tsit5(), 0.0, 1.0, 1e-3, (q0, qd0))
+
+    Args:
+        robot: the robot.
+        controller: `None`, a `softrigid._controller.Controller` (called with the stage's
+            `DynamicsTerms`) or a callable `u(t, q, q̇)` `(n_u,)`.
+        loads: constant external loads.
+        constraints: optional `softrigid.constraints` equality constraints.
+        solver: how `q̈` is computed, as `softrigid.forward_dynamics`: `"auto"`,
+            `"articulated"` (`O(N)`) or `"cholesky"`.
+
+    `f` checks `q`, `q̇` as the public algorithms do (shape `(n_q,)`, batches through
+    `jax.vmap`, real, mixed precisions promoted to one dtype) and its outputs at run time: a
+    non-finite `q̈` raises an error naming the first bad coordinate (a `ValueError` in eager
+    calls, JAX's runtime error under `jit`).
+    """
+    robot = check_robot(robot)
+    solver = choose_solver("vector_field", robot, solver)
+    loads = check_loads(robot, loads)
+    if controller is not None and not callable(controller):
+        raise TypeError("vector_field: controller must be a Controller, a callable or None")
+    dyn = make_dynamics(robot, loads, controller, check_constraints(constraints), solver)
+
+    @jax.jit
+    def evaluate(t: Array, q: Array, qd: Array) -> tuple[Array, Array]:
+        qdd = dyn.accel(jnp.asarray(t, q.dtype), q, qd)
+        return check_finite("vector_field", robot, (qd, qdd))
+
+    def f(t: Array, y: tuple[Array, Array]) -> tuple[Array, Array]:
+        if not (isinstance(y, (tuple, list)) and len(y) == 2):
+            raise TypeError(f"vector_field: y must be the pair (q, qd), got {type(y).__name__}")
+        q, qd = check_states(robot, q=y[0], qd=y[1])
+        if is_concrete(t, q, qd):
+            return raise_runtime_errors(lambda: evaluate(t, q, qd), robot, {"q": q, "qd": qd})
+        return evaluate(t, q, qd)
+
+    return f

@@ -1,0 +1,155 @@
+"""Newton's method for the implicit schemes' step equations, keeping the iteration matrix while
+it converges (modified Newton).
+
+An implicit step solves for the new acceleration `x = q̈₁` the residual
+
+    r(x) = ν(t₁, q₁(x), q̇₁(x), x) = M(q₁) x + bias(q₁, q̇₁) − A(q₁) u,
+
+with `q₁`, `q̇₁` affine in `x` (`∂q₁/∂x = h_q`, `∂q̇₁/∂x = h_v`). Its Jacobian, the iteration
+matrix
+
+    K = ∂r/∂x = M + h_v ∂r/∂q̇ + h_q ∂r/∂q,
+
+needs the derivatives of the dynamics (`softrigid._derivatives.residual_derivatives`), which cost
+many residuals on a heavy body (about 30 on the meshed helicoid). The iteration
+
+    x_{k+1} = x_k − K⁻¹ r(x_k)
+
+therefore uses a `K` evaluated at an earlier iterate, of this step or of an earlier one (the step
+`h` is fixed, so `K` changes only with the state), and evaluates a new one only when the
+iteration contracts too slowly. With the contraction rate `θ_k = ‖Δx_k‖ / ‖Δx_{k−1}‖` under one
+matrix:
+
+* `θ_k > θ_max`, or a non-finite iterate, marks `K` stale: the next iteration evaluates it at the
+  current iterate (from there the iteration is Newton's, quadratic);
+* `θ_k ≥ 1` (diverging) or a non-finite iterate under an old matrix is not taken: the iterate is
+  kept and the matrix refreshed there;
+* a linearly converging iterate is within `θ_k/(1 − θ_k) ‖Δx_k‖` of the root, so the iteration
+  stops when `η_k ‖Δx_k‖∞ ≤ tol (1 + ‖x_{k+1}‖∞)`, with `η_k = θ_k/(1 − θ_k)`, and `η = 1` for
+  the first iteration under a matrix (Newton's own increment test).
+
+`full=True` evaluates `K` at every iterate (Newton's method). Under `vmap` the branch between a
+new and a kept matrix becomes a select that evaluates both: batched, every iteration pays for the
+derivatives, as full Newton does. The solve is wrapped in `lax.custom_root`, so `jax.grad`
+differentiates the converged step by the implicit function theorem (the matrix is not
+differentiated: it only steers the iteration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from ._closed_loop import Dynamics
+from ._derivatives import residual_derivatives
+
+__all__ = ["IterationMatrix", "newton"]
+
+
+class IterationMatrix(NamedTuple):
+    """The iteration matrix `K` `(n_q, n_q)` an implicit scheme carries from step to step,
+    whether it may be used (`valid`, a float flag: 1 kept from the last step, 0 to evaluate),
+    and how many matrices the run has evaluated so far (`evaluations`, a float count)."""
+
+    matrix: Array
+    valid: Array
+    evaluations: Array
+
+    @classmethod
+    def empty(cls, n: int, dtype: Any) -> IterationMatrix:
+        """No matrix yet: the first iteration evaluates one."""
+        zero = jnp.zeros((), dtype)
+        return cls(jnp.zeros((n, n), dtype), zero, zero)
+
+
+def newton(
+    dyn: Dynamics,
+    t1: Array,
+    kin: Callable[[Array], tuple[Array, Array]],
+    h_q: Array,
+    h_v: Array,
+    x0: Array,
+    kept: IterationMatrix,
+    tol: float,
+    max_iter: int,
+    theta_max: float,
+    full: bool,
+) -> tuple[Array, Array, IterationMatrix]:
+    """Solve `r(x) = ν(t₁, q₁(x), q̇₁(x), x) = 0` from `x0` (module docstring).
+
+    Args:
+        dyn: the closed-loop dynamics; `kin(x) = (q₁, q̇₁)` with `∂q₁/∂x = h_q`,
+            `∂q̇₁/∂x = h_v`.
+        kept: the matrix of an earlier step (used while it converges unless `full`).
+        tol, max_iter: the stopping test and the number of residual evaluations allowed.
+        theta_max: the contraction rate above which the matrix is evaluated anew.
+        full: evaluate the matrix at every iterate (Newton's method).
+
+    Returns:
+        `(x, ok, matrix)`: the root, whether the iteration converged, and the matrix to keep.
+    """
+
+    def residual(x: Array) -> Array:
+        q1, qd1 = kin(x)
+        return dyn.residual(t1, q1, qd1, x)
+
+    def evaluated(x: Array, _: Array) -> tuple[Array, Array]:
+        # r and K = M + h_v ∂r/∂q̇ + h_q ∂r/∂q at x
+        q1, qd1 = kin(x)
+        u = dyn.inputs(t1, q1, qd1)
+        d = residual_derivatives(dyn.robot, q1, qd1, x, dyn.loads, u)
+        return d.nu, d.mass_matrix + h_v * d.d_qd + h_q * d.d_q
+
+    def reused(x: Array, matrix: Array) -> tuple[Array, Array]:
+        return residual(x), matrix
+
+    def solve(_: Any, guess: Array) -> tuple[Array, tuple[Array, Array]]:
+        def cond(c: tuple[Array, ...]) -> Array:
+            x, _, _, _, it, done, _ = c
+            return ~done & (it < max_iter) & jnp.all(jnp.isfinite(x))
+
+        def body(c: tuple[Array, ...]) -> tuple[Array, ...]:
+            x, matrix, stale, previous, it, _, evaluations = c
+            if full:
+                r, matrix = evaluated(x, matrix)
+            else:
+                r, matrix = jax.lax.cond(stale, evaluated, reused, x, matrix)
+            dx = jnp.linalg.solve(matrix, r)
+            step = jnp.max(jnp.abs(dx))
+            # θ_k = ‖Δx_k‖ / ‖Δx_{k−1}‖ under one matrix (0 for the first: `previous` is inf)
+            theta = step / previous
+            new = x - dx
+            bad = ~jnp.all(jnp.isfinite(new)) | (theta >= 1)
+            # an old matrix that diverges is not followed: keep x, evaluate K there
+            x_next = jnp.where(bad & ~stale, x, new)
+            eta = jnp.where(jnp.isfinite(previous), theta / (1 - theta), 1.0)
+            done = ~bad & (eta * step <= tol * (1 + jnp.max(jnp.abs(new))))
+            refresh = full | (~done & (bad | (theta > theta_max)))
+            previous = jnp.where(refresh, jnp.inf, step)
+            evaluations = evaluations + stale.astype(evaluations.dtype)
+            return x_next, matrix, refresh, previous, it + 1, done, evaluations
+
+        start = (
+            guess,
+            jax.lax.stop_gradient(kept.matrix),
+            full | (kept.valid < 0.5),
+            jnp.asarray(jnp.inf, guess.dtype),
+            jnp.asarray(0),
+            jnp.asarray(False),
+            jax.lax.stop_gradient(kept.evaluations),
+        )
+        x, matrix, _, _, _, done, evaluations = jax.lax.while_loop(cond, body, start)
+        # float flags and counts: custom_root gives its auxiliary outputs (zero) tangents
+        ok = (done & jnp.all(jnp.isfinite(x))).astype(x.dtype)
+        return x, (ok, matrix, evaluations)
+
+    def tangent_solve(g: Callable[[Array], Array], y: Array) -> Array:
+        return jnp.linalg.solve(jax.jacobian(g)(y), y)
+
+    x, aux = jax.lax.custom_root(residual, x0, solve, tangent_solve, has_aux=True)
+    ok, matrix, evaluations = jax.lax.stop_gradient(aux)
+    return x, ok > 0.5, IterationMatrix(matrix, ok, evaluations)

@@ -314,6 +314,8 @@ LAYERS = [
         "_integrators",
         "integrators",
         "statics",
+        "_statics_residual",
+        "_statics_newton",
         "_statics_equilibrium",
         "_statics_inverse",
         "io",

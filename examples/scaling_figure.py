@@ -13,7 +13,9 @@ differentiation of the Lagrangian), and (d) the relative difference
 `‖ID_EL − ID‖ / ‖ID_EL‖` of the two on random states (`q ∈ [−π, π]`, `q̇ ∈ [−10, 10]`,
 `q̈ ∈ [−100, 100]`). The baseline is measured up to the first N whose build took longer than
 `--el-max-build` seconds and skipped after it: its blow-up is the point of the figure. Per-call
-times are medians with their spread (min–max over repetitions) as bars.
+times are medians with their spread (min–max over repetitions) as bars. The builds inside the
+loop profit from what earlier sizes left in JAX's caches, so (a) also shows the build of
+`--cold` bodies (default 20; `--cold` alone for none) in a fresh interpreter.
 
 With `--from FILE` nothing is measured: the figure is drawn from JSON lines that
 `benchmarks/scaling.py` printed (or that an earlier run of this script wrote to

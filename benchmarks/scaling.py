@@ -12,6 +12,9 @@ measured in a fresh interpreter (`scaling.cold_build`: what a user pays once, im
 One JSON object per line.
 
 Run: python benchmarks/scaling.py [--sizes 1 2 5 10 20 50] [--el-max-build 120] [--cold 20]
+
+`examples/scaling_figure.py` draws the seed's Figure 11 from these records (it calls `options`,
+`cold_build` and `sweep`, or reads the printed lines).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 import jax
 
@@ -56,7 +60,8 @@ def random_states(n: int, count: int, seed: int) -> tuple[jnp.ndarray, ...]:
     )
 
 
-def measure(n: int, args: argparse.Namespace, el_enabled: bool) -> float:
+def measure(n: int, args: argparse.Namespace, el_enabled: bool) -> list[dict[str, Any]]:
+    """Figures 1-2 for `n` bodies, the baseline only if `el_enabled`; returns the records."""
     params = {"n_bodies": n, "quadrature": [args.n_axial, args.n_radial, args.n_angular]}
     ones, zeros = jnp.ones(n), jnp.zeros(n)
 
@@ -70,7 +75,7 @@ def measure(n: int, args: argparse.Namespace, el_enabled: bool) -> float:
     robot, iid = measure.robot, measure.iid
     mqdd = time_call(lambda: iid(ones, zeros, ones))
     cvec = time_call(lambda: iid(ones, ones, zeros))
-    emit("scaling.recursion", **params, build_s=build, mqdd=mqdd, c=cvec, **machine())
+    records = [emit("scaling.recursion", **params, build_s=build, mqdd=mqdd, c=cvec, **machine())]
 
     # Figure 2: MIID in one pass against n separate IID calls (the inertia-based algorithm).
     miid = jax.jit(lambda q, qd, qdd: sr.mass_inertial_inverse_dynamics(robot, q, qd, qdd))
@@ -81,15 +86,16 @@ def measure(n: int, args: argparse.Namespace, el_enabled: bool) -> float:
         return [iid(ones, zeros, e) for e in eye] + [iid(ones, ones, ones)]
 
     ncall_t = time_call(n_calls, repeats=5)
-    emit(
-        "scaling.miid_vs_n_iid",
-        **params,
-        miid=miid_t,
-        n_iid=ncall_t,
-        speedup=ncall_t["median_s"] / miid_t["median_s"],
+    records.append(
+        emit(
+            "scaling.miid_vs_n_iid",
+            **params,
+            miid=miid_t,
+            n_iid=ncall_t,
+            speedup=ncall_t["median_s"] / miid_t["median_s"],
+        )
     )
 
-    el_build = None
     if el_enabled:
 
         def el_build_fn() -> object:
@@ -114,19 +120,21 @@ def measure(n: int, args: argparse.Namespace, el_enabled: bool) -> float:
         rel = np.linalg.norm(np.asarray(ref - rec), axis=1) / np.linalg.norm(
             np.asarray(ref), axis=1
         )
-        emit(
-            "scaling.euler_lagrange",
-            **params,
-            build_s=el_build,
-            mqdd=el_mqdd,
-            c=el_c,
-            ratio_mqdd=el_mqdd["median_s"] / mqdd["median_s"],
-            ratio_c=el_c["median_s"] / cvec["median_s"],
-            rel_diff_max=float(rel.max()),
-            rel_diff_median=float(np.median(rel)),
-            states=args.states,
+        records.append(
+            emit(
+                "scaling.euler_lagrange",
+                **params,
+                build_s=el_build,
+                mqdd=el_mqdd,
+                c=el_c,
+                ratio_mqdd=el_mqdd["median_s"] / mqdd["median_s"],
+                ratio_c=el_c["median_s"] / cvec["median_s"],
+                rel_diff_max=float(rel.max()),
+                rel_diff_median=float(np.median(rel)),
+                states=args.states,
+            )
         )
-    return el_build if el_build is not None else 0.0
+    return records
 
 
 _COLD = """
@@ -150,17 +158,41 @@ print(json.dumps({"model_s": model - start, "build_s": done - start}))
 """
 
 
-def cold_build(n: int, args: argparse.Namespace) -> None:
-    """Robot construction + first IID call of `n` bodies in a fresh interpreter."""
+def cold_build(n: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Robot construction + first IID call of `n` bodies in a fresh interpreter; the record."""
     sizes = [str(v) for v in (n, args.n_axial, args.n_radial, args.n_angular)]
     out = subprocess.run(
         [sys.executable, "-c", _COLD, *sizes], capture_output=True, text=True, check=True
     )
-    emit("scaling.cold_build", n_bodies=n, **json.loads(out.stdout.strip().splitlines()[-1]))
+    return emit("scaling.cold_build", n_bodies=n, **json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """`measure` for every size of `args.sizes`, the baseline stopped after the first size whose
+    build took longer than `args.el_max_build` seconds; returns the records."""
+    records: list[dict[str, Any]] = []
+    el_enabled = True
+    for n in args.sizes:
+        found = measure(n, args, el_enabled)
+        records += found
+        el = [r for r in found if r["name"] == "scaling.euler_lagrange"]
+        if el and el[0]["build_s"] > args.el_max_build:
+            records.append(
+                emit(
+                    "scaling.euler_lagrange_stopped",
+                    after_n_bodies=n,
+                    build_s=el[0]["build_s"],
+                    limit_s=args.el_max_build,
+                )
+            )
+            el_enabled = False
+    return records
+
+
+def options() -> argparse.ArgumentParser:
+    """The benchmark's command-line options (sizes, baseline limit, quadrature, cold builds),
+    without help so that other scripts can take them as a parent parser."""
+    parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 5, 10, 20, 50])
     parser.add_argument(
         "--el-max-build", type=float, default=120.0, help="skip EL after a build this long [s]"
@@ -170,21 +202,16 @@ def main() -> None:
     parser.add_argument("--n-radial", type=int, default=2)
     parser.add_argument("--n-angular", type=int, default=3)
     parser.add_argument("--cold", type=int, nargs="*", default=[20], help="fresh-process builds")
+    return parser
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], parents=[options()])
     args = parser.parse_args()
     start = time.perf_counter()
     for n in args.cold:
         cold_build(n, args)
-    el_enabled = True
-    for n in args.sizes:
-        el_build = measure(n, args, el_enabled)
-        if el_enabled and el_build > args.el_max_build:
-            emit(
-                "scaling.euler_lagrange_stopped",
-                after_n_bodies=n,
-                build_s=el_build,
-                limit_s=args.el_max_build,
-            )
-            el_enabled = False
+    sweep(args)
     emit("scaling.done", wall_s=time.perf_counter() - start)
 
 

@@ -1,7 +1,7 @@
 """Inverse statics: the inputs whose equilibrium puts outputs `y(q)` on targets `y*`.
 
 Damped least squares (Levenberg–Marquardt) over the inputs `u`, with the equilibrium `q(u)`
-solved by Newton (`softrigid._statics_equilibrium`) at every iterate, so every returned pair
+solved by Newton (`softrigid._statics_newton`) at every iterate, so every returned pair
 `(q, u)` is a true equilibrium:
 
     e(u) = W (y(q(u)) − y*),    ∂q/∂u = J⁻¹ A(q)  (implicit function theorem, J = ∂r/∂q),
@@ -27,14 +27,8 @@ from ._checks import as_float
 from ._dynamics import actuation
 from ._model import Robot
 from ._module import is_concrete
-from ._statics_equilibrium import (
-    CONVERGED,
-    check_options,
-    newton,
-    raise_failure,
-    setup,
-    solve_jit,
-)
+from ._statics_equilibrium import check_options, raise_failure, setup
+from ._statics_newton import CONVERGED, newton, solve_jit
 from .kinematics._base import trace_user
 
 __all__ = ["InverseStaticSolution", "inverse_statics"]

@@ -9,7 +9,8 @@ by Newton's method with the exact Jacobian (`equilibrium`); inverse statics find
 equilibrium solved at every iterate (`inverse_statics`). Both are single `lax.while_loop`s:
 they run under `jit` and `vmap`, report through a status, and raise (`equinox.error_if` under
 `jit`) unless `throw=False`; the equilibrium is differentiable by the implicit function
-theorem. The algorithms live in `_statics_equilibrium` and `_statics_inverse`.
+theorem. The algorithms live in `_statics_residual` (the residual `r`), `_statics_newton` (the
+Newton loop), `_statics_equilibrium` (its entry and errors) and `_statics_inverse`.
 """
 
 from ._statics_equilibrium import StaticSolution, equilibrium

@@ -317,6 +317,8 @@ LAYERS = [
         "_integrators",
         "integrators",
         "statics",
+        "_statics_residual",
+        "_statics_newton",
         "_statics_equilibrium",
         "_statics_inverse",
         "io",

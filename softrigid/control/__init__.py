@@ -25,15 +25,8 @@ controller, never a silent NaN; shapes are checked when a controller is built or
 """
 
 from .._controller import Controller
-from ._laws import (
-    PD,
-    CollocatedPFBL,
-    CompensatedPD,
-    ComputedTorque,
-    Feedforward,
-    Phases,
-    actuation_coordinates,
-)
+from ._laws import PD, CompensatedPD, ComputedTorque, Feedforward, Phases
+from ._pfbl import CollocatedPFBL, actuation_coordinates
 from ._references import Constant, CubicRestToRest, Reference, Spline
 
 __all__ = [

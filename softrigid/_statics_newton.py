@@ -1,0 +1,217 @@
+"""Newton's method for a static equilibrium `r(q) = 0` (`softrigid.statics`; the residual is
+`_statics_residual`'s), written as one `jax.lax.while_loop` with the exact Jacobian
+`J = ∂r/∂q` and a backtracking line search on `max |r|`: it runs under `jit` and `vmap` and
+reports how it ended through `StaticSolution.status`.
+
+Gradients of the equilibrium flow by the implicit function theorem (`jax.lax.custom_root`, not
+through the iterations): with `r(q*, θ) = 0`,
+
+    ∂q*/∂θ = −J⁻¹ ∂r/∂θ,    e.g. ∂q*/∂u = J⁻¹ A(q*),
+
+for `θ` the inputs or any physical parameter of the robot (stiffness, modulus, mass, length).
+
+Libraries: Optimistix is not used: its `Newton` root finder has no line search, and its
+least-squares solvers with a search stop on a relative step (Cauchy) test; neither gives the
+residual test against the forces in play, nor the singular-Jacobian, line-search and
+non-finite statuses this solver reports. The loop is therefore written here, and the implicit
+differentiation comes from `jax.lax.custom_root`, which is what `optimistix.ImplicitAdjoint`
+would add.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from ._model import Robot
+from ._statics_residual import residual
+
+__all__ = [
+    "CONVERGED",
+    "LINE_SEARCH",
+    "MAX_ITER",
+    "NONFINITE",
+    "SINGULAR",
+    "StaticSolution",
+    "newton",
+    "solve_equilibrium",
+    "solve_jit",
+]
+
+_ARMIJO = 1e-4
+_MIN_STEP = 2.0**-30
+_SINGULAR = 1e-12
+
+# StaticSolution.status
+CONVERGED, MAX_ITER, SINGULAR, LINE_SEARCH, NONFINITE = 0, 1, 2, 3, 4
+_RUNNING = -1
+
+
+class StaticSolution(NamedTuple):
+    """An equilibrium (a pytree: batched under `vmap`, differentiable in `q`).
+
+    Attributes:
+        q: `(n_q,)` equilibrium configuration (the last iterate when `status != 0`).
+        u: `(n_u,)` inputs it holds under (generalized forces without actuators).
+        iterations: Newton steps taken (integer array).
+        residual: final `max |r|` [generalized force units].
+        status: `0` converged, `1` no convergence within `max_iter`, `2` singular Jacobian,
+            `3` line search failed, `4` non-finite residual or Jacobian (integer array).
+        stable: the Jacobian `∂r/∂q` (the stiffness of the static balance) is positive definite.
+        jacobian: `(n_q, n_q)` `∂r/∂q` at `q`.
+        history: `(max_iter + 1,)` `max |r|` before each step and at the end, padded with NaN
+            after entry `iterations`.
+    """
+
+    q: Array
+    u: Array
+    iterations: Array
+    residual: Array
+    status: Array
+    stable: Array
+    jacobian: Array
+    history: Array
+
+    @property
+    def converged(self) -> Array:
+        """`status == 0`."""
+        return self.status == CONVERGED
+
+
+class _Carry(NamedTuple):
+    """The state of the Newton loop: the accepted iterate and its balance, the step being
+    tried, and the bookkeeping."""
+
+    q: Array  # accepted iterate
+    r: Array  # r(q)
+    jac: Array  # ∂r/∂q at q
+    norm: Array  # max |r(q)|
+    scale: Array  # the largest force scale met so far
+    step: Array  # Newton direction Δ at q
+    alpha: Array  # line-search fraction of Δ being tried
+    it: Array  # Newton steps taken
+    status: Array  # _RUNNING until the loop ends
+    started: Array  # the initial guess has been evaluated
+    history: Array  # max |r| of the accepted iterates, NaN-padded
+
+
+def newton(
+    robot: Robot, loads: tuple, u: Array, q0: Array, tol: float, max_iter: int
+) -> tuple[Array, _Carry]:
+    """Newton with backtracking from `q0`: the last iterate and the loop's final state.
+
+    Each pass evaluates `(r, J)` at the trial point `q + α Δ` (one forward-mode Jacobian, traced
+    once; the first pass evaluates `q0` itself). A trial is accepted when
+    `max|r(q + αΔ)| ≤ (1 − 10⁻⁴ α) max|r(q)|`, else `α` is halved. At an accepted point the
+    loop stops when `max|r| ≤ tol · F`, with `F = max(max|g|, max|s|, max|Q_ext|, max|A u|,
+    max|J|)` the largest force met so far; the last term, the force of a unit change of the
+    coordinates, keeps the test meaningful where every force vanishes at the solution (a
+    hanging arm, zero inputs). Otherwise the next direction solves `J Δ = −r`.
+    """
+    n = q0.shape[0]
+    dtype = q0.dtype
+
+    def with_aux(x: Array) -> tuple[Array, tuple[Array, Array]]:
+        r, scale = residual(robot, loads, u, x)
+        return r, (r, scale)
+
+    system = jax.jacfwd(with_aux, has_aux=True)
+
+    def body(c: _Carry) -> _Carry:
+        trial = c.q + c.alpha * c.step
+        jac, (r, scale) = system(trial)
+        norm = jnp.max(jnp.abs(r))
+        accept = jnp.isfinite(norm) & (~c.started | (norm <= (1.0 - _ARMIJO * c.alpha) * c.norm))
+        it = c.it + (accept & c.started).astype(c.it.dtype)
+        scale = jnp.maximum(c.scale, jnp.maximum(scale, jnp.max(jnp.abs(jac))))
+        converged = norm <= tol * scale
+        jac_finite = jnp.all(jnp.isfinite(jac))
+        sv = jnp.linalg.svd(jnp.where(jac_finite, jac, 0.0), compute_uv=False)
+        singular = ~(sv[-1] > _SINGULAR * sv[0])
+        # Newton direction: J Δ = −r
+        step = jnp.linalg.solve(jnp.where(singular | ~jac_finite, jnp.eye(n, dtype=dtype), jac), -r)
+        alpha = 0.5 * c.alpha
+        status = jnp.select(
+            [
+                ~c.started & ~accept,
+                accept & ~jac_finite,
+                accept & converged,
+                accept & (it >= max_iter),
+                accept & singular,
+                ~accept & (alpha < _MIN_STEP),
+            ],
+            [NONFINITE, NONFINITE, CONVERGED, MAX_ITER, SINGULAR, LINE_SEARCH],
+            _RUNNING,
+        ).astype(c.status.dtype)
+
+        def pick(new: Array, old: Array) -> Array:
+            return jnp.where(accept, new, old)
+
+        return _Carry(
+            q=pick(trial, c.q),
+            r=pick(r, c.r),
+            jac=pick(jac, c.jac),
+            norm=pick(norm, c.norm),
+            scale=pick(scale, c.scale),
+            step=pick(step, c.step),
+            alpha=pick(jnp.ones_like(alpha), alpha),
+            it=it,
+            status=status,
+            started=jnp.ones_like(c.started),
+            history=pick(c.history.at[it].set(norm), c.history),
+        )
+
+    init = _Carry(
+        q=q0,
+        r=jnp.zeros(n, dtype),
+        jac=jnp.zeros((n, n), dtype),
+        norm=jnp.asarray(jnp.inf, dtype),
+        scale=jnp.zeros((), dtype),
+        step=jnp.zeros(n, dtype),
+        alpha=jnp.ones((), dtype),
+        it=jnp.zeros((), jnp.int32),
+        status=jnp.asarray(_RUNNING, jnp.int32),
+        started=jnp.zeros((), bool),
+        history=jnp.full(max_iter + 1, jnp.nan, dtype),
+    )
+    out = jax.lax.while_loop(lambda c: c.status == _RUNNING, body, init)
+    return out.q, out
+
+
+def solve_equilibrium(
+    robot: Robot, loads: tuple, u: Array, q0: Array, tol: float, max_iter: int
+) -> StaticSolution:
+    """The equilibrium as a `StaticSolution`, differentiable by the implicit function theorem:
+    `jax.lax.custom_root` differentiates `r(q*, θ) = 0` (`∂q*/∂θ = −J⁻¹ ∂r/∂θ`) with respect to
+    everything `r` closes over (`u`, the robot's parameters, the loads)."""
+
+    def balance(q: Array) -> Array:
+        return residual(robot, loads, u, q)[0]
+
+    def solve(_: Callable, guess: Array) -> tuple[Array, _Carry]:
+        q, c = newton(robot, loads, u, guess, tol, max_iter)
+        # custom_root gives integer and boolean aux outputs integer tangents (not float0):
+        # they travel as floats
+        return q, c._replace(it=c.it.astype(q.dtype), status=c.status.astype(q.dtype), started=None)
+
+    def tangent_solve(linear: Callable[[Array], Array], rhs: Array) -> Array:
+        # J x = rhs, with J assembled from the linearized residual
+        return jnp.linalg.solve(jax.jacfwd(linear)(rhs), rhs)
+
+    q, c = jax.lax.custom_root(balance, q0, solve, tangent_solve, has_aux=True)
+    return solution(q, u, c)
+
+
+def solution(q: Array, u: Array, c: _Carry) -> StaticSolution:
+    """The `StaticSolution` of the final state `c` of the Newton loop."""
+    # stable: the symmetric part of J is positive definite
+    stable = jnp.linalg.eigvalsh(0.5 * (c.jac + c.jac.T))[0] > 0
+    it, status = c.it.astype(jnp.int32), c.status.astype(jnp.int32)
+    return StaticSolution(q, u, it, c.norm, status, stable, c.jac, c.history)
+
+
+solve_jit = jax.jit(solve_equilibrium, static_argnames=("tol", "max_iter"))

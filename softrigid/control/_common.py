@@ -1,0 +1,97 @@
+"""What the control laws share (`softrigid.control`): gains (scalar, diagonal or matrix), the
+selection of controlled coordinates and driven inputs, and the solve `A u = ν` with its run-time
+rank check."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from .._entry import PREFIX
+from .._model import Robot
+
+# A square matrix is singular for the control laws when σ_min ≤ _RCOND σ_max.
+_RCOND = 1e-10
+
+
+def _gain(where: str, value: Any, k: int) -> Array:
+    """A gain for `k` errors: a scalar, a diagonal `(k,)` or a matrix `(k, k)`."""
+    g = jnp.asarray(value, dtype=float)
+    if g.shape not in ((), (k,), (k, k)):
+        raise ValueError(f"{where} must be a scalar, shape ({k},) or ({k}, {k}); got {g.shape}")
+    return g
+
+
+def _apply(gain: Array, e: Array) -> Array:
+    return gain @ e if gain.ndim == 2 else gain * e
+
+
+def _indices(where: str, value: Sequence[int] | None) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    idx = tuple(int(i) for i in value)
+    if not idx or len(set(idx)) != len(idx) or min(idx) < 0:
+        raise ValueError(f"{where} must be distinct non-negative indices, got {value}")
+    return idx
+
+
+def _driven(where: str, inputs: Sequence[int] | None, robot: Robot) -> tuple[Any, int]:
+    """The driven `inputs` (checked indices into `u`, `None` for all) and their number."""
+    inputs = _indices(f"{where}: inputs", inputs)
+    if inputs is not None and max(inputs) >= robot.n_u:
+        raise ValueError(f"{where}: inputs {inputs} out of range n_u = {robot.n_u}")
+    return inputs, robot.n_u if inputs is None else len(inputs)
+
+
+def _select(x: Array, idx: tuple[int, ...] | None, where: str, name: str) -> Array:
+    if idx is None:
+        return x
+    if max(idx) >= x.shape[0]:
+        raise ValueError(f"{where}: {name} {idx} out of range for {x.shape[0]} entries")
+    return x[np.asarray(idx)]
+
+
+def _place(v: Array, idx: tuple[int, ...] | None, n_u: int, where: str) -> Array:
+    if idx is None:
+        if v.shape[0] != n_u:
+            raise ValueError(
+                f"{where}: the law gives {v.shape[0]} inputs but the robot has n_u = {n_u}; "
+                "pass inputs=(...) to choose which inputs it drives"
+            )
+        return v
+    if max(idx) >= n_u:
+        raise ValueError(f"{where}: inputs {idx} out of range for n_u = {n_u}")
+    return jnp.zeros(n_u, v.dtype).at[np.asarray(idx)].set(v)
+
+
+def _check_rank(where: str, a: Array, what: str) -> Array:
+    """`a` with a run-time check that it has full column rank (`σ_min > 1e-10 σ_max`)."""
+    s = jnp.linalg.svd(jax.lax.stop_gradient(a), compute_uv=False)
+    msg = f"{PREFIX}{where}: {what} is singular (rank-deficient) at this state"
+    return eqx.error_if(a, ~(s[-1] > _RCOND * s[0]), msg)
+
+
+def _actuation_solve(where: str, a: Array, nu: Array, pseudo_inverse: bool) -> Array:
+    """`u` with `a u = ν`: `a⁻¹ ν` for a square, invertible `a`, or `a⁺ ν` (least squares /
+    minimum norm) with `pseudo_inverse`."""
+    if pseudo_inverse:
+        return jnp.linalg.pinv(a) @ nu
+    if a.shape[0] != a.shape[1]:
+        raise ValueError(
+            f"{where}: needs a square actuation matrix on the controlled coordinates, got "
+            f"{a.shape}; choose coordinates/inputs that match, or pseudo_inverse=True"
+        )
+    return jnp.linalg.solve(_check_rank(where, a, "the actuation matrix A"), nu)
+
+
+def _controlled_actuation(
+    where: str, a: Array, coordinates: tuple | None, inputs: tuple | None
+) -> Array:
+    rows = _select(a, coordinates, where, "coordinates")
+    return _select(rows.T, inputs, where, "inputs").T

@@ -1,0 +1,152 @@
+"""Collocated partial feedback linearization (`softrigid.control.CollocatedPFBL`, the law after
+eq. (55) of seed 003) and the actuation coordinates `y(q)` it tracks by default
+(`softrigid.control.actuation_coordinates`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from .._controller import Controller
+from .._dynamics import DynamicsTerms
+from .._model import Robot
+from .._module import module, static
+from ..actuators import JointMotor, PressureChamber, Tendon
+from ._common import _apply, _check_rank, _driven, _gain, _place, _select
+from ._references import Reference, _reference
+
+__all__ = ["CollocatedPFBL", "actuation_coordinates"]
+
+
+def actuation_coordinates(robot: Robot, q: Array) -> Array:
+    """The actuation coordinates `y(q)` `(n_u,)` with `(∂y/∂q)ᵀ = A(q)`, one per input in the
+    order of `robot.actuators`: a `JointMotor`'s joint coordinates, a `Tendon`'s negative
+    length `−l(q)` (since `A = −(∂l/∂q)ᵀ`: pulling shortens it, `y` grows), a
+    `PressureChamber`'s volume `V_c(q)`. Without actuators, `y = q`."""
+    if not robot.actuators:
+        return q
+    parts = []
+    for act in robot.actuators:
+        if isinstance(act, JointMotor):
+            start = robot.q_slices()[act.link].start
+            parts.append(q[start : start + robot.links[act.link].joint.n_q])
+        elif isinstance(act, Tendon):
+            parts.append(-act.length(robot, q)[None])
+        elif isinstance(act, PressureChamber):
+            parts.append(act.chamber_volume(robot, q)[None])
+        else:
+            raise TypeError(
+                f"actuation_coordinates: no actuation coordinate known for a "
+                f"{type(act).__name__}; pass output=y(robot, q) to CollocatedPFBL"
+            )
+    return jnp.concatenate(parts)
+
+
+@module
+class CollocatedPFBL(Controller):
+    """Collocated partial feedback linearization of an underactuated robot (Pustina et al.;
+    the law after eq. (55) of seed 003) in its actuation coordinates `y(q)` `(m,)`,
+    `A(q) = J(q)ᵀ`, `J = ∂y/∂q` `(m, n)`:
+
+        u = M̄_yy v + h̄_y,   v = ÿ_d + K_D (ẏ_d − ẏ) + K_P (y_d − y),
+        M̄_yy = M_yy − M_yz M_zz⁻¹ M_zy,   h̄_y = h_y − M_yz M_zz⁻¹ h_z,
+
+    which imposes `ÿ = v`, i.e. the output error `e = y_d − y` obeys `ë + K_D ė + K_P e = 0`.
+
+    Derivation. Complete `y` with `z = N q`, `N` `(n − m, n)` an orthonormal basis of the null
+    space of `J` at the current state (from the QR factorization `Jᵀ = A = [Q₁ Q₂] [R; 0]`,
+    `N = Q₂ᵀ`, frozen over the instant, so `Ṅ = 0`). Then `θ = (y, z)`, `θ̇ = T q̇`,
+    `T = [J; N]`, `T⁻¹ = [J⁺ Q₂]`, `J⁺ = Q₁ R⁻ᵀ`, and `q̈ = T⁻¹ (θ̈ − (J̇ q̇, 0))`. Multiplying
+    `M q̈ + h = Jᵀ u` (`h` = the bias `c + g + s − Q_ext`) by `T⁻ᵀ`, with `J T⁻¹ = [I 0]`:
+
+        M_θ θ̈ + h_θ = (u, 0),   M_θ = T⁻ᵀ M T⁻¹,   h_θ = T⁻ᵀ (h − M J⁺ J̇ q̇).
+
+    The `z` rows give `z̈ = −M_zz⁻¹ (M_zy ÿ + h_z)`; the `y` rows then give `u` above for
+    `ÿ = v`. `J̇ q̇ = d²/ds² y(q + s q̇)` is a nested `jvp`; `ẏ = Aᵀ q̇`; `M`, `h`, `A` come
+    from `terms`. The law does not depend on the choice of `z` (it equals
+    `u = (J M⁻¹ Jᵀ)⁻¹ (v − J̇ q̇ + J M⁻¹ h)`); `z` only names the zero dynamics, whose
+    stability is the user's to check. With `m = n` it is computed torque in `y`.
+
+    `A(q)` must keep full column rank `m`: where it loses rank, `T` is singular, some
+    combination of outputs cannot be accelerated, and the law is undefined; this is caught at
+    run time (`σ_min(A) ≤ 1e-10 σ_max(A)`) with a message, not returned as NaN/∞.
+
+    With `inputs`, only those inputs `i` are driven (the others are zero, passive): `A` and
+    `y` are their columns and entries (Simulation 2, phase i: the arm's joints while the soft
+    bodies stay passive).
+
+    Args:
+        robot: the robot (for `y(q)`).
+        kp, kd: gains (scalar, `(m,)` or `(m, m)`), `m` = the number of driven inputs.
+        reference: `(m,)` set point or a `Reference` `y_d(t)`.
+        output: `y(robot, q) -> (n_u,)` with `(∂y/∂q)ᵀ = A(q)` (default
+            `actuation_coordinates`: joint angles, tendon `−l`, chamber volumes); static.
+        inputs: indices `i` of the driven inputs (default: all `n_u`).
+    """
+
+    robot: Robot
+    kp: Array
+    kd: Array
+    reference: Reference
+    output: Callable[[Robot, Array], Array] = static()
+    inputs: tuple[int, ...] | None = static()
+
+    def __init__(
+        self,
+        robot: Robot,
+        kp: Any,
+        kd: Any,
+        reference: Any,
+        output: Callable[[Robot, Array], Array] = actuation_coordinates,
+        inputs: Sequence[int] | None = None,
+    ) -> None:
+        inputs, m = _driven("CollocatedPFBL", inputs, robot)
+        if m > robot.n_q:
+            raise ValueError(f"CollocatedPFBL: more driven inputs ({m}) than coordinates")
+        object.__setattr__(self, "robot", robot)
+        object.__setattr__(self, "kp", _gain("CollocatedPFBL: kp", kp, m))
+        object.__setattr__(self, "kd", _gain("CollocatedPFBL: kd", kd, m))
+        object.__setattr__(self, "reference", _reference("CollocatedPFBL: reference", reference, m))
+        object.__setattr__(self, "output", output)
+        object.__setattr__(self, "inputs", inputs)
+
+    def __call__(self, t: Array, q: Array, qd: Array, terms: DynamicsTerms) -> Array:
+        where = "CollocatedPFBL"
+        mass, h = terms.mass_matrix, terms.bias
+        n_u = terms.actuation.shape[1]
+        a = _select(terms.actuation.T, self.inputs, where, "inputs").T
+        a = _check_rank(where, a, "the actuation matrix A = (∂y/∂q)ᵀ")
+        n, m = a.shape
+
+        def output(x: Array) -> Array:
+            y = self.output(self.robot, x)
+            if y.shape != (n_u,):
+                raise ValueError(f"{where}: output(robot, q) must return ({n_u},), got {y.shape}")
+            return _select(y, self.inputs, where, "inputs")
+
+        def y_dot(x: Array) -> tuple[Array, Array]:
+            return jax.jvp(output, (x,), (qd,))
+
+        (y, yd), (_, jdqd) = jax.jvp(y_dot, (q,), (qd,))  # (y, ẏ), (ẏ, J̇ q̇)
+        r, rd, rdd = self.reference(t)
+        v = rdd + _apply(self.kd, rd - yd) + _apply(self.kp, r - y)
+        # Aᵀ = J:  A = [Q₁ Q₂] [R; 0],  T⁻¹ = [Q₁ R⁻ᵀ, Q₂]
+        qmat, rmat = jnp.linalg.qr(a, mode="complete")
+        j_pinv = jax.scipy.linalg.solve_triangular(rmat[:m].T, qmat[:, :m].T, lower=True).T
+        t_inv = jnp.concatenate([j_pinv, qmat[:, m:]], axis=1)
+        # M_θ = T⁻ᵀ M T⁻¹,  h_θ = T⁻ᵀ (h − M J⁺ J̇ q̇)
+        m_theta = t_inv.T @ mass @ t_inv
+        h_theta = t_inv.T @ (h - mass @ (j_pinv @ jdqd))
+        m_yy, h_y = m_theta[:m, :m], h_theta[:m]
+        if m == n:
+            return _place(m_yy @ v + h_y, self.inputs, n_u, where)
+        m_yz, m_zz, h_z = m_theta[:m, m:], m_theta[m:, m:], h_theta[m:]
+        # M_zz⁻¹ [M_zy, h_z] by Cholesky (M_zz is a principal block of an SPD matrix)
+        fac = jax.scipy.linalg.cho_factor(m_zz)
+        x = jax.scipy.linalg.cho_solve(fac, jnp.concatenate([m_yz.T, h_z[:, None]], axis=1))
+        u = (m_yy - m_yz @ x[:, :m]) @ v + h_y - m_yz @ x[:, m]
+        return _place(u, self.inputs, n_u, where)

@@ -1,0 +1,237 @@
+"""Files of deformed robots (`softrigid.io`): one configuration in any meshio format, time
+series as ParaView collections (`.pvd`, a `.vtu` per frame) or XDMF, and reading them back."""
+
+from __future__ import annotations
+
+import os
+import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import meshio
+import numpy as np
+
+from .. import meshing
+from .._model import Robot
+from ..quadrature._mesh import read_mesh, reader_errors
+from ._bodies import _configurations, _merge, _positions, body_meshes
+
+__all__ = ["read_trajectory", "write_state", "write_trajectory"]
+
+
+def _path(where: str, path: Any) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{where}: path must be a str or a Path, got {type(path).__name__}")
+    return Path(path)
+
+
+def _write_mesh(where: str, path: Path, mesh: meshio.Mesh, **options: Any) -> None:
+    """`meshio.write`, its failures (an unknown suffix, cells the format cannot hold) a
+    `ValueError` naming the file; `OSError`s (no such folder, no permission) pass unchanged."""
+    try:
+        meshio.write(path, mesh, **options)
+    except OSError:
+        raise
+    except (Exception, SystemExit) as err:
+        raise ValueError(
+            f"{where}: cannot write {str(path)!r} ({type(err).__name__}: {err})"
+        ) from None
+
+
+def write_state(path: str | os.PathLike, robot: Robot, q: Any, meshes: Any = None) -> None:
+    """Write the robot at configuration `q` to one mesh file (format by suffix; `.vtu` opens
+    in ParaView): all drawn bodies at their world positions, cell field `link` (link index),
+    point field `material_coordinates`. A format meshio cannot write (an unknown suffix, cells
+    it cannot hold) is a `ValueError` naming the file."""
+    path = _path("write_state", path)
+    refs = body_meshes(robot, meshes)
+    q = _configurations(robot, q, batched=False)
+    merged = _merge(refs)
+    merged.point_data["material_coordinates"] = merged.points
+    merged.points = _positions(robot, q[None], refs)[0]
+    _write_mesh("write_state", path, merged)
+
+
+def _times(t: Any, n: int) -> np.ndarray:
+    times = meshing._real_array("t", t, finite=False)
+    if times.shape != (n,):
+        raise ValueError(f"t must have shape ({n},), one time per configuration, got {times.shape}")
+    if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0):
+        raise ValueError("t must be finite and non-decreasing")
+    return times
+
+
+def write_trajectory(
+    path: str | os.PathLike,
+    robot: Robot,
+    t: Any,
+    q: Any,
+    meshes: Any = None,
+    *,
+    data_format: str = "XML",
+) -> None:
+    """Write a trajectory as a ParaView time series.
+
+    Args:
+        path: `*.pvd` (a `.vtu` per frame in the folder `<stem>/` next to it; the geometry
+            moves) or `*.xdmf` (one file: reference geometry at `q = 0` plus the point fields
+            `displacement` and `position` per step; *Warp By Vector* shows the motion).
+        robot: a `softrigid.Robot`.
+        t: `(S,)` times, non-decreasing; q: `(S, n_q)` configurations (e.g. a
+            `softrigid.Trajectory`'s `t` and `q`).
+        meshes: as in `body_meshes`.
+        data_format: XDMF only: `"XML"` (inline text, exact float64 round trip, no extra
+            dependency) or `"HDF"` (needs `h5py`).
+
+    Every frame carries the cell field `link` and the point field `material_coordinates`.
+    """
+    path = _path("write_trajectory", path)
+    suffix = path.suffix.lower()
+    if suffix not in (".pvd", ".xdmf"):
+        raise ValueError(f"write_trajectory: path must end in .pvd or .xdmf, got {path.name!r}")
+    if suffix == ".xdmf" and data_format not in ("XML", "HDF"):
+        raise ValueError(
+            f"write_trajectory: data_format must be 'XML' or 'HDF', got {data_format!r}"
+        )
+    refs = body_meshes(robot, meshes)
+    qs = _configurations(robot, q, batched=True)
+    times = _times(t, qs.shape[0])
+    merged = _merge(refs)
+    material = np.asarray(merged.points, dtype=float)
+    positions = _positions(robot, qs, refs)
+    if suffix == ".pvd":
+        _write_pvd(path, merged, material, times, positions)
+    else:
+        reference = _positions(robot, np.zeros((1, robot.n_q)), refs)[0]
+        _write_xdmf(path, merged, material, reference, times, positions, data_format)
+
+
+def _write_pvd(
+    path: Path,
+    merged: meshio.Mesh,
+    material: np.ndarray,
+    times: np.ndarray,
+    positions: list[np.ndarray],
+) -> None:
+    folder = path.with_suffix("")
+    folder.mkdir(parents=True, exist_ok=True)
+    root = ET.Element("VTKFile", type="Collection", version="0.1", byte_order="LittleEndian")
+    collection = ET.SubElement(root, "Collection")
+    for k, (time, pos) in enumerate(zip(times, positions)):
+        name = f"{folder.name}_{k:06d}.vtu"
+        frame = meshio.Mesh(
+            pos,
+            merged.cells,
+            point_data={"material_coordinates": material},
+            cell_data=merged.cell_data,
+        )
+        _write_mesh("write_trajectory", folder / name, frame, file_format="vtu")
+        ET.SubElement(
+            collection,
+            "DataSet",
+            timestep=repr(float(time)),
+            group="",
+            part="0",
+            file=f"{folder.name}/{name}",
+        )
+    ET.indent(root)
+    ET.ElementTree(root).write(path, xml_declaration=True, encoding="utf-8")
+
+
+def _write_xdmf(
+    path: Path,
+    merged: meshio.Mesh,
+    material: np.ndarray,
+    reference: np.ndarray,
+    times: np.ndarray,
+    positions: list[np.ndarray],
+    data_format: str,
+) -> None:
+    cells, links = merged.cells, merged.cell_data["link"]
+    if len({b.type for b in cells}) > 1 and any(b.type == "line" for b in cells):
+        # meshio cannot write polylines inside a mixed XDMF topology
+        warnings.warn(
+            "write_trajectory: line cells (segment bodies) are left out of a mixed-topology "
+            "XDMF file; write a .pvd to keep them",
+            UserWarning,
+            stacklevel=3,
+        )
+        keep = [k for k, b in enumerate(cells) if b.type != "line"]
+        cells, links = [cells[k] for k in keep], [links[k] for k in keep]
+    with meshio.xdmf.TimeSeriesWriter(path, data_format=data_format) as writer:
+        writer.write_points_cells(reference, cells)
+        for time, pos in zip(times, positions):
+            writer.write_data(
+                float(time),
+                point_data={
+                    "position": pos,
+                    "displacement": pos - reference,
+                    "material_coordinates": material,
+                },
+                cell_data={"link": links},
+            )
+
+
+def read_trajectory(path: str | os.PathLike) -> tuple[np.ndarray, list[meshio.Mesh]]:
+    """Read a time series written by `write_trajectory`.
+
+    Returns:
+        `(t (S,), frames)`: one `meshio.Mesh` per time whose points are the world positions
+        (for `.xdmf`: the stored `position` field) with the stored point and cell fields.
+
+    Raises:
+        FileNotFoundError: no file at `path` (or a frame file a `.pvd` lists is missing).
+        ValueError: a suffix other than `.pvd`/`.xdmf`, or a file (or frame) that is empty,
+            corrupt or not a time series; the message names the file.
+    """
+    path = _path("read_trajectory", path)
+    suffix = path.suffix.lower()
+    if suffix not in (".pvd", ".xdmf"):
+        raise ValueError(f"read_trajectory: path must end in .pvd or .xdmf, got {path.name!r}")
+    if not path.exists():
+        raise FileNotFoundError(f"read_trajectory: file {str(path)!r} not found")
+    if not path.is_file() or path.stat().st_size == 0:
+        raise ValueError(f"read_trajectory: {str(path)!r} is empty or not a file")
+    if suffix == ".pvd":
+        times, files = _pvd_frames(path)
+        return times, [read_mesh(f, f"read_trajectory: frame {k}") for k, f in enumerate(files)]
+    times, frames = [], []
+    with reader_errors(f"read_trajectory: cannot read the XDMF time series {str(path)!r}"):
+        with meshio.xdmf.TimeSeriesReader(path) as reader:
+            _, cells = reader.read_points_cells()
+            for k in range(reader.num_steps):
+                time, point_data, cell_data = reader.read_data(k)
+                times.append(time)
+                frames.append(meshio.Mesh(point_data["position"], cells, point_data, cell_data))
+    return np.array(times, dtype=float), frames
+
+
+def _pvd_frames(path: Path) -> tuple[np.ndarray, list[Path]]:
+    """Times and frame files of a ParaView collection (`.pvd`)."""
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as err:
+        raise ValueError(
+            f"read_trajectory: {str(path)!r} is not a valid .pvd (XML) file: {err}"
+        ) from None
+    sets = root.findall("./Collection/DataSet")
+    if root.tag != "VTKFile" or not sets:
+        raise ValueError(
+            f"read_trajectory: {str(path)!r} is not a ParaView collection "
+            "(no VTKFile/Collection/DataSet entries)"
+        )
+    times, files = [], []
+    for k, entry in enumerate(sets):
+        time, file = entry.get("timestep"), entry.get("file")
+        try:
+            times.append(float(time))
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"read_trajectory: DataSet {k} of {str(path)!r} has no valid timestep "
+                f"(got {time!r})"
+            ) from None
+        if not file:
+            raise ValueError(f"read_trajectory: DataSet {k} of {str(path)!r} names no file")
+        files.append(path.parent / file)
+    return np.array(times, dtype=float), files

@@ -19,7 +19,7 @@ from .._module import is_concrete, module, static
 from ._gauss import gauss_legendre
 
 if TYPE_CHECKING:
-    from ._mesh import ReferenceMesh
+    from ._reference_mesh import ReferenceMesh
 
 __all__ = ["GEOMETRIES", "QuadratureRule", "box", "cylinder", "segment", "tube"]
 

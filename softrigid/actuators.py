@@ -24,7 +24,7 @@ from jax import Array
 
 from ._actuator import Actuator
 from ._chain import proximal_poses
-from ._checks import as_index, as_vector, check_index
+from ._checks import as_index, as_vector, check_index, traced_check
 from ._model import Robot
 from ._module import is_concrete, module, static
 from ._soft_body import SoftBody
@@ -162,6 +162,9 @@ class Tendon(Actuator):
         object.__setattr__(self, "paths", paths)
         if start is not None:
             start = as_vector("Tendon: start", start, 3)
+            if not is_concrete(start):
+                # a NaN anchor would drop its span silently (`_span` is 0 there)
+                start = traced_check(start, ~jnp.isfinite(start), "Tendon: start must be finite")
         object.__setattr__(self, "start", start)
         if not isinstance(order, int) or isinstance(order, bool) or order < 1:
             raise ValueError(f"Tendon: order must be a positive integer, got {order!r}")

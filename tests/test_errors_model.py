@@ -3,6 +3,8 @@ a silent NaN or a raw error from deep inside JAX/NumPy (issue "Reliability")."""
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,6 +16,9 @@ from softrigid.actuators import Tendon
 from softrigid.materials import CosseratRod
 
 L = 0.2
+# what a run-time check that fires inside the caller's jit raises: JAX's runtime error on a
+# program's first call, a ValueError with the same text on its cached calls (JAX's fast path)
+RUNTIME_ERRORS = (jax.errors.JaxRuntimeError, ValueError)
 VOLUME = quadrature.cylinder(0.02, L, n_axial=2, n_radial=1, n_angular=3)
 
 
@@ -154,6 +159,75 @@ def test_negative_density_through_jit_is_reported():
     assert float(fn(1000.0)) > 0
     with pytest.raises(Exception, match="SoftBody: density must be finite and positive"):
         jax.block_until_ready(fn(-1000.0))
+
+
+# ---------------------------------------------------------------- a model built inside jit
+
+Q1 = jnp.array([0.3])
+
+
+def _sprung(stiffness=1.5, damping=0.2):
+    # the ID of a sprung, damped pendulum: uses both spring parameters
+    joint = joints.Revolute((0, 1, 0), stiffness=stiffness, damping=damping)
+    robot = sr.Robot([sr.Link(joint, _rigid())])
+    return sr.inverse_dynamics(robot, Q1, jnp.array([0.7]), jnp.array([-0.4]))
+
+
+def _inertia(inertia):
+    robot = sr.Robot([sr.Link(joints.Revolute((1, 0, 0)), _rigid(inertia=inertia))])
+    return sr.mass_matrix(robot, Q1)
+
+
+def _soft_on(volume):
+    robot = sr.Robot([sr.Link(joints.Fixed(), sr.SoftBody(_soft().kinematics, volume, 1000.0))])
+    return sr.mass_matrix(robot, Q1)
+
+
+def _rule(**field):
+    args = {
+        "points": VOLUME.points,
+        "weights": VOLUME.weights,
+        "pivot": VOLUME.pivot,
+        "contact_a": VOLUME.contact_a,
+        "contact_b": VOLUME.contact_b,
+    }
+    return quadrature.QuadratureRule(**(args | field))
+
+
+def _tendon(start):
+    body = _soft()
+    robot = sr.Robot(
+        [sr.Link(joints.Revolute((0, 1, 0)), body)],
+        actuators=Tendon([0], (0.01, 0.0), start=start),
+    )
+    return sr.actuation_matrix(robot, jnp.array([0.3, 0.2]))
+
+
+_INERTIA = 1e-3 * np.diag([1.0, 2.0, 2.5])
+# name: (model and algorithm of a traced parameter, a valid value, a bad one, the message)
+TRACED = {
+    "negative joint stiffness": (lambda k: _sprung(stiffness=k), 1.5, -1.0, "Revolute: stiffness must be finite and non-negative"),
+    "NaN joint damping": (lambda d: _sprung(damping=d), 0.2, np.nan, "Revolute: damping must be finite and non-negative"),
+    "inertia not positive semi-definite": (_inertia, _INERTIA, -_INERTIA, "RigidBody: inertia must be positive semi-definite"),
+    "asymmetric inertia": (_inertia, _INERTIA, _INERTIA + np.triu(np.ones((3, 3)), 1) * 1e-4, "RigidBody: inertia must be symmetric"),
+    "inertia against the triangle inequality": (_inertia, _INERTIA, 1e-3 * np.diag([1.0, 1.0, 3.0]), "RigidBody: inertia has principal moments that violate the triangle inequality"),
+    "negative rule weight": (lambda w: _soft_on(_rule(weights=VOLUME.weights.at[0].set(w))), float(VOLUME.weights[0]), -1e-5, "QuadratureRule: weights must be finite and positive"),
+    "NaN rule point": (lambda x: _soft_on(_rule(points=VOLUME.points.at[1, 0].set(x))), float(VOLUME.points[1, 0]), np.nan, "QuadratureRule: points must be finite"),
+    "NaN tendon start": (lambda x: _tendon(jnp.stack([x, 0.0, -0.05])), 0.01, np.nan, "Tendon: start must be finite"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(TRACED))
+def test_model_built_inside_jit_is_checked_at_run_time(case):
+    # build time cannot read traced parameters: the run-time check fires when the model is used
+    build, good, bad, message = TRACED[case]
+    fn = jax.jit(build)
+    np.testing.assert_allclose(fn(good), build(good), rtol=1e-12, atol=1e-15)
+    with pytest.raises(RUNTIME_ERRORS, match=message):
+        jax.block_until_ready(fn(bad))
+    # the same value given concretely is refused at build time, naming the same argument
+    with pytest.raises(ValueError, match=re.match(r"\w+: \w+", message).group()):
+        build(bad)
 
 
 def test_rod_basis_too_rich_for_the_axial_rule_warns():

@@ -32,6 +32,9 @@ from softrigid.quadrature import (
     tube,
 )
 
+# a run-time check inside the caller's jit: JAX's runtime error, or a ValueError with the same
+# text on a program's cached calls (JAX's fast path)
+RUNTIME_ERRORS = (jax.errors.JaxRuntimeError, ValueError)
 MESHES = Path(__file__).resolve().parents[1] / "meshes"
 XML_NOT_A_MESH = '<?xml version="1.0"?>\n<library><book title="x"/></library>\n'
 # a 2-layer meshed cylinder: 36 tetrahedra
@@ -199,10 +202,21 @@ def test_rule_construction_is_checked(change, error, message):
         QuadratureRule(**_rule_args(**change))
 
 
-def test_rule_checks_are_skipped_under_tracing():
-    # rules are built outside jit in practice; under tracing values cannot be read
-    volume = jax.jit(lambda w: QuadratureRule(np.zeros((2, 3)), w).volume)(np.array([1.0, -3.0]))
-    assert float(volume) == -2.0
+@pytest.mark.parametrize(
+    "build, bad, message",
+    [
+        (lambda v: QuadratureRule(np.zeros((2, 3)), v * np.ones(2)).volume, -1.0, "weights must be finite and positive"),
+        (lambda v: QuadratureRule(v * np.ones((2, 3)), np.ones(2)).points.sum(), np.nan, "points must be finite"),
+        (lambda v: QuadratureRule(np.zeros((2, 3)), np.ones(2), density=v * np.ones(2)).density.sum(), np.inf, "density must be finite and positive"),
+        (lambda v: cylinder(v, 1.0, 1, 1, 3).dimensions.sum(), -1.0, "dimensions must be finite and positive"),
+    ],
+)  # fmt: skip
+def test_rule_checks_run_under_tracing(build, bad, message):
+    # a rule built inside jit from traced values gets the same checks at run time
+    fn = jax.jit(build)
+    assert float(fn(1.0)) == pytest.approx(float(build(1.0)), rel=1e-14)
+    with pytest.raises(RUNTIME_ERRORS, match=f"QuadratureRule: {message}"):
+        jax.block_until_ready(fn(bad))
 
 
 def _duplicate(cells: np.ndarray, case: str) -> np.ndarray:

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .._checks import as_float, as_placement
+from .._checks import as_float, as_placement, traced_check
 from .._module import is_concrete, module, static
 
 __all__ = ["Fixed", "Joint", "SpringJoint", "set_origin", "unit_axis"]
@@ -34,12 +34,16 @@ def unit_axis(name: str, axis: Any) -> Array:
 
 def _spring_parameter(name: str, value: Any, n: int, *, nonnegative: bool) -> Array:
     """A spring or damper parameter: a scalar or an `(n,)` vector, stored with shape `()` for a
-    one-coordinate joint and `(n,)` otherwise; finite (and non-negative) when concrete."""
-    arr = as_float(value)
+    one-coordinate joint and `(n,)` otherwise; finite (and non-negative): checked at build time
+    when concrete, by a run-time check when traced (a joint built inside `jit`)."""
+    arr = as_float(value, name)
     if arr.shape not in ((), (n,)):
         raise ValueError(f"{name} must be a scalar or have shape ({n},), got {arr.shape}")
     shape = () if n == 1 else (n,)
     if not is_concrete(arr):
+        bad = ~jnp.isfinite(arr) | (arr < 0 if nonnegative else False)
+        sign = " and non-negative" if nonnegative else ""
+        arr = traced_check(arr, bad, f"{name} must be finite{sign}")
         return jnp.broadcast_to(arr.reshape(()) if n == 1 else arr, shape)
     v = np.asarray(arr)
     if not np.all(np.isfinite(v)):

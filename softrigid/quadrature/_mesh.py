@@ -31,6 +31,7 @@ from ._reference_mesh import (
     check_overlaps,
     connectivity,
     index_list,
+    merge_coincident,
 )
 from ._rule import QuadratureRule
 from ._tetra import check_degree, tetrahedron_rule
@@ -188,7 +189,8 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
         ValueError: a file that is empty, corrupt or not a mesh (the message names it and
             carries the reader's error; meshio's `sys.exit` is caught); no tetrahedra; points
             not 3-D; non-finite coordinates; node indices out of range or not integers;
-            duplicated elements (the same four nodes in any order, either orientation),
+            duplicated elements (the same four corner points in any order, either
+            orientation, through the same or coincident nodes),
             degenerate, inverted or overlapping elements (two on the same side of a shared
             face): their indices, counted over the tetrahedral blocks in order, are listed;
             a bad density.
@@ -221,7 +223,8 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
     bad_nodes = ~np.all(np.isfinite(points), axis=1)
     if bad_nodes.any():
         raise ValueError(
-            f"from_mesh: non-finite node coordinates (NaN or inf) at nodes {index_list(bad_nodes)}"
+            f"from_mesh: {source} has non-finite node coordinates (NaN or inf) at nodes "
+            f"{index_list(bad_nodes)}"
         )
     cells = [
         (
@@ -230,7 +233,6 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
         )
         for b in blocks
     ]
-    check_duplicates("from_mesh", np.concatenate([conn[:, :4] for _, conn in cells]))
     used = np.unique(np.concatenate([c.ravel() for _, c in cells]))
     if used.size < points.shape[0]:
         unused = np.ones(points.shape[0], dtype=bool)
@@ -246,6 +248,9 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
     remap[used] = np.arange(used.size)
     points = points[used]
     cells = [(kind, remap[conn]) for kind, conn in cells]
+    corner = np.concatenate([conn[:, :4] for _, conn in cells])
+    merged = merge_coincident(points)[corner]
+    check_duplicates("from_mesh", source, merged)
 
     nodes, weights, min_vol = [], [], []
     for kind, conn in cells:
@@ -254,15 +259,14 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
         weights.append(wk.reshape(-1))
         min_vol.append(v)
     min_vol = np.concatenate(min_vol)
-    corner = np.concatenate([conn[:, :4] for _, conn in cells])
     edges = points[corner][:, [1, 2, 3, 2, 3, 3]] - points[corner][:, [0, 0, 0, 1, 1, 2]]
     h = np.linalg.norm(edges, axis=-1).max(1)
     degenerate = np.abs(min_vol) <= 1e-10 * h**3
     inverted = (min_vol < 0) & ~degenerate
     if degenerate.any():
         raise ValueError(
-            f"from_mesh: {int(degenerate.sum())} degenerate tetrahedra (zero volume) at element "
-            f"indices {index_list(degenerate)}"
+            f"from_mesh: {source} has {int(degenerate.sum())} degenerate tetrahedra (zero "
+            f"volume) at element indices {index_list(degenerate)}"
         )
     if inverted.any():
         hint = ""
@@ -272,10 +276,11 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
                 "swap two vertices of every element, e.g. cells[:, [0, 2, 1, 3]]"
             )
         raise ValueError(
-            f"from_mesh: {int(inverted.sum())} inverted tetrahedra (negative volume: vertices "
-            f"not ordered right-handed) at element indices {index_list(inverted)}{hint}"
+            f"from_mesh: {source} has {int(inverted.sum())} inverted tetrahedra (negative "
+            "volume: vertices not ordered right-handed) at element indices "
+            f"{index_list(inverted)}{hint}"
         )
-    check_overlaps("from_mesh", corner)
+    check_overlaps("from_mesh", source, merged)
     n_elements = corner.shape[0]
     rho = None
     if density is not None:

@@ -8,6 +8,9 @@ from typing import Any
 
 import meshio
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
 
 from .. import meshing
 
@@ -18,6 +21,7 @@ __all__ = [
     "check_overlaps",
     "connectivity",
     "index_list",
+    "merge_coincident",
 ]
 
 TET_TYPES = {"tetra": 4, "tetra10": 10}
@@ -30,7 +34,8 @@ class ReferenceMesh:
     Hashable and compared by content (a SHA-1 of the arrays), so it can sit in a static pytree
     field: two rules from the same mesh have equal tree structures. The constructor checks
     finite `(N, 3)` points, `tetra`/`tetra10` blocks of the right width with node indices in
-    range, and no duplicated element (`ValueError` naming the field or the elements).
+    range, and no duplicated element, also through coincident nodes (`ValueError` naming the
+    field or the elements).
 
     Attributes:
         points: `(N, 3)` node coordinates (only nodes used by the elements).
@@ -68,7 +73,8 @@ class ReferenceMesh:
             sha.update(arr.tobytes())
         if not blocks:
             raise ValueError("ReferenceMesh: cells must hold at least one tetra or tetra10 block")
-        check_duplicates("ReferenceMesh", np.concatenate([c[:, :4] for _, c in blocks]))
+        corner = np.concatenate([c[:, :4] for _, c in blocks])
+        check_duplicates("ReferenceMesh", "the mesh", merge_coincident(pts)[corner])
         self.points = pts
         self.cells = tuple(blocks)
         self._digest = sha.hexdigest()
@@ -112,9 +118,23 @@ def connectivity(name: str, kind: Any, conn: Any, n_points: int) -> np.ndarray:
     return arr
 
 
-def check_duplicates(where: str, corner: np.ndarray) -> None:
-    """Refuse elements on the same four corner nodes as an earlier one, in any order (the same
-    tetrahedron listed twice, or once per orientation): their volume would count twice."""
+def merge_coincident(points: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+    """One label per node `(N,)`: nodes closer than `tol ·` the largest extent of the nodes
+    (coincident nodes, e.g. a node written twice) share a label, chains of them included; the
+    others keep their own index. Element checks compare labels, not node indices."""
+    eps = tol * float(np.ptp(points, axis=0).max()) if points.size else 0.0
+    pairs = cKDTree(points).query_pairs(eps, output_type="ndarray")
+    if pairs.size == 0:
+        return np.arange(points.shape[0])
+    n = points.shape[0]
+    graph = coo_matrix((np.ones(pairs.shape[0]), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    return connected_components(graph, directed=False)[1]
+
+
+def check_duplicates(where: str, source: str, corner: np.ndarray) -> None:
+    """Refuse elements on the same four corner points as an earlier one, in any order (the same
+    tetrahedron listed twice, once per orientation, or again through coincident nodes): their
+    volume would count twice. `corner` `(E, 4)` holds the `merge_coincident` labels."""
     key = np.sort(corner, axis=1)
     _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
     original = first[inverse.reshape(-1)]
@@ -124,15 +144,17 @@ def check_duplicates(where: str, corner: np.ndarray) -> None:
         pairs = ", ".join(f"{i} = {original[i]}" for i in idx)
         more = ", ..." if repeated.sum() > _LIST else ""
         raise ValueError(
-            f"{where}: {int(repeated.sum())} duplicated tetrahedra (the same four nodes as an "
-            f"earlier element, in any order: the volume would count twice) at element indices "
-            f"{index_list(repeated)} (duplicate = original: {pairs}{more})"
+            f"{where}: {source} has {int(repeated.sum())} duplicated tetrahedra (the same four "
+            "corner points as an earlier element, in any order, through the same or coincident "
+            f"nodes: the volume would count twice) at element indices {index_list(repeated)} "
+            f"(duplicate = original: {pairs}{more})"
         )
 
 
-def check_overlaps(where: str, corner: np.ndarray) -> None:
+def check_overlaps(where: str, source: str, corner: np.ndarray) -> None:
     """Refuse positively oriented elements that share a face and lie on the same side of it
-    (they overlap): in a valid mesh a shared face is seen with opposite orientations."""
+    (they overlap): in a valid mesh a shared face is seen with opposite orientations. `corner`
+    `(E, 4)` holds the `merge_coincident` labels."""
     faces = corner[:, [[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]]].reshape(-1, 3)
     # the same oriented triangle: equal after rotating its smallest index to the front
     shift = np.argmin(faces, axis=1)
@@ -143,7 +165,7 @@ def check_overlaps(where: str, corner: np.ndarray) -> None:
         elements = np.zeros(corner.shape[0], dtype=bool)
         elements[np.flatnonzero(clash) // 4] = True
         raise ValueError(
-            f"{where}: {int(elements.sum())} overlapping tetrahedra (two elements on the same "
+            f"{where}: {source} has {int(elements.sum())} overlapping tetrahedra (two elements on the same "
             f"side of a shared face: the volume would count twice) at element indices "
             f"{index_list(elements)}"
         )

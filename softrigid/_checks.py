@@ -26,6 +26,7 @@ __all__ = [
     "check_material_point",
     "check_state",
     "copy_params",
+    "traced_check",
 ]
 
 
@@ -44,6 +45,14 @@ def as_float(value: Any, name: str = "value") -> Array:
         raise TypeError(f"{name} must be real numbers, got {value!r} ({err})") from None
 
 
+def traced_check(value: Any, bad: Array, message: str) -> Any:
+    """`value` (an array or a pytree of them) unchanged, with a run-time check that no element
+    of `bad` holds: the counterpart of a build-time check for a model built inside `jit` from
+    traced parameters. One fused reduction and `equinox.error_if` (it raises inside the compiled
+    program, also under `vmap`, when `value` is used)."""
+    return eqx.error_if(value, jnp.any(bad), message)
+
+
 def as_scalar(name: str, value: Any, *, positive: bool = False, nonnegative: bool = False) -> Array:
     """A float scalar; checked finite (and positive / non-negative) when concrete, and by a
     run-time check when traced (a model built inside `jit` with a bad traced parameter)."""
@@ -53,15 +62,14 @@ def as_scalar(name: str, value: Any, *, positive: bool = False, nonnegative: boo
     if not is_concrete(arr):
         bad = ~jnp.isfinite(arr) | (arr <= 0 if positive else arr < 0 if nonnegative else False)
         sign = " and positive" if positive else " and non-negative" if nonnegative else ""
-        return eqx.error_if(arr, bad, f"{name} must be finite{sign}")
-    if is_concrete(arr):
-        v = float(arr)
-        if not np.isfinite(v):
-            raise ValueError(f"{name} must be finite, got {v}")
-        if positive and v <= 0:
-            raise ValueError(f"{name} must be positive, got {v}")
-        if nonnegative and v < 0:
-            raise ValueError(f"{name} must be non-negative, got {v}")
+        return traced_check(arr, bad, f"{name} must be finite{sign}")
+    v = float(arr)
+    if not np.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    if positive and v <= 0:
+        raise ValueError(f"{name} must be positive, got {v}")
+    if nonnegative and v < 0:
+        raise ValueError(f"{name} must be non-negative, got {v}")
     return arr
 
 
@@ -219,12 +227,11 @@ def check_density(where: str, density: Any, volume: Any) -> Array:
             f"{where}: density must be a scalar or have shape ({volume.n_points},), got {rho.shape}"
         )
     if not is_concrete(rho):
-        bad = jnp.any(~jnp.isfinite(rho) | (rho <= 0))
-        return eqx.error_if(rho, bad, f"{where}: density must be finite and positive")
-    if is_concrete(rho):
-        r = np.asarray(rho)
-        if not np.all(np.isfinite(r)) or np.any(r <= 0):
-            raise ValueError(
-                f"{where}: density must be finite and positive, got {r.min() if r.ndim else r}"
-            )
+        bad = ~jnp.isfinite(rho) | (rho <= 0)
+        return traced_check(rho, bad, f"{where}: density must be finite and positive")
+    r = np.asarray(rho)
+    if not np.all(np.isfinite(r)) or np.any(r <= 0):
+        raise ValueError(
+            f"{where}: density must be finite and positive, got {r.min() if r.ndim else r}"
+        )
     return rho

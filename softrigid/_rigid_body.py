@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -16,23 +17,40 @@ from .quadrature._rule import QuadratureRule
 __all__ = ["RigidBody"]
 
 
-def _check_inertia(inertia: Array) -> None:
+_INERTIA_FAULTS = (
+    "must be finite",
+    "must be symmetric",
+    "must be positive semi-definite",
+    "has principal moments that violate the triangle inequality (no mass distribution has them)",
+)
+
+
+def _inertia_faults(inertia: Any, xp: Any) -> tuple[Any, Any]:
+    """Which of `_INERTIA_FAULTS` `inertia` has `(4,)`, and its principal moments; with `xp`
+    NumPy (a concrete tensor, at build time) or `jax.numpy` (a traced one)."""
+    finite = xp.all(xp.isfinite(inertia))
+    i = xp.where(finite, inertia, 0.0)
+    scale = xp.maximum(1.0, xp.abs(i).max())
+    asymmetric = xp.any(xp.abs(i - i.T) > 1e-12 * scale + 1e-5 * xp.abs(i.T))
+    ev = xp.linalg.eigvalsh(i)
+    tol = 1e-12 * xp.maximum(1.0, ev[2])
+    faults = xp.stack([~finite, asymmetric, ev[0] < -tol, ev[0] + ev[1] < ev[2] - tol])
+    return faults, ev
+
+
+def _check_inertia(inertia: Array) -> Array:
+    """A valid inertia tensor (symmetric, positive semi-definite, principal moments satisfying
+    the triangle inequality): checked at build time when concrete, by a run-time check naming
+    the fault when traced (a body built inside `jit`)."""
+    messages = tuple(f"RigidBody: inertia {fault}" for fault in _INERTIA_FAULTS)
     if not is_concrete(inertia):
-        return
-    i = np.asarray(inertia)
-    if not np.all(np.isfinite(i)):
-        raise ValueError("RigidBody: inertia must be finite")
-    if not np.allclose(i, i.T, atol=1e-12 * max(1.0, np.abs(i).max())):
-        raise ValueError("RigidBody: inertia must be symmetric")
-    ev = np.linalg.eigvalsh(i)
-    tol = 1e-12 * max(1.0, ev.max())
-    if ev.min() < -tol:
-        raise ValueError(f"RigidBody: inertia must be positive semi-definite, eigenvalues {ev}")
-    if ev[0] + ev[1] < ev[2] - tol:
-        raise ValueError(
-            f"RigidBody: principal moments {ev} violate the triangle inequality "
-            "(no mass distribution has them)"
-        )
+        faults, _ = _inertia_faults(inertia, jnp)
+        return eqx.branched_error_if(inertia, jnp.any(faults), jnp.argmax(faults), messages)
+    faults, ev = _inertia_faults(np.asarray(inertia), np)
+    if faults.any():
+        k = int(np.argmax(faults))
+        raise ValueError(messages[k] + (f", principal moments {ev}" if k >= 2 else ""))
+    return inertia
 
 
 @module
@@ -66,8 +84,7 @@ class RigidBody(Body):
         inertia = jnp.asarray(inertia, dtype=float)
         if inertia.shape != (3, 3):
             raise ValueError(f"RigidBody: inertia must have shape (3, 3), got {inertia.shape}")
-        _check_inertia(inertia)
-        object.__setattr__(self, "inertia", inertia)
+        object.__setattr__(self, "inertia", _check_inertia(inertia))
         rot, trans = as_placement("RigidBody: distal", distal)
         object.__setattr__(self, "distal_rotation", rot)
         object.__setattr__(self, "distal_translation", trans)

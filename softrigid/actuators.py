@@ -24,14 +24,14 @@ from jax import Array
 
 from ._actuator import Actuator
 from ._chain import proximal_poses
-from ._checks import as_index, as_vector, check_index
+from ._checks import as_index, as_vector, check_index, traced_check
 from ._model import Robot
 from ._module import is_concrete, module, static
 from ._soft_body import SoftBody
 from .kinematics._base import trace_user
 from .materials import deformation_gradient
 from .quadrature._gauss import gauss_legendre
-from .quadrature._geometry import contains, has_geometry, within_envelope
+from .quadrature._geometry import contains, has_geometry, region_outside
 from .quadrature._rule import QuadratureRule
 
 __all__ = ["Actuator", "JointMotor", "PressureChamber", "Tendon"]
@@ -162,6 +162,9 @@ class Tendon(Actuator):
         object.__setattr__(self, "paths", paths)
         if start is not None:
             start = as_vector("Tendon: start", start, 3)
+            if not is_concrete(start):
+                # a NaN anchor would drop its span silently (`_span` is 0 there)
+                start = traced_check(start, ~jnp.isfinite(start), "Tendon: start must be finite")
         object.__setattr__(self, "start", start)
         if not isinstance(order, int) or isinstance(order, bool) or order < 1:
             raise ValueError(f"Tendon: order must be a positive integer, got {order!r}")
@@ -281,7 +284,10 @@ class PressureChamber(Actuator):
 
     Args:
         link: index of the link whose soft body holds the chamber.
-        region: `QuadratureRule` over the chamber's reference region, or
+        region: `QuadratureRule` over the chamber's reference region (inside the body, its
+            cavities included: checked against the body's exact reference volume and the
+            region's own geometry, its box, cylinder, tube, segment or mesh, whatever the
+            quadrature order; only the nodes of a rule without geometry), or
         volume: `V_c(q_B) -> scalar`.
     """
 
@@ -328,14 +334,14 @@ class PressureChamber(Actuator):
         check_index("PressureChamber: link", self.link, robot.n_links)
         body = _soft_body("PressureChamber", robot, self.link)
         region = self.region
-        if region is not None and has_geometry(body.volume) and is_concrete(region.points):
-            outside = ~within_envelope(body.volume, np.asarray(region.points), tol=_INSIDE_TOL)
-            if outside.any():
-                x = np.asarray(region.points)[np.argmax(outside)]
+        if region is not None and has_geometry(body.volume) and is_concrete(region):
+            x = region_outside(body.volume, region, tol=_INSIDE_TOL)
+            if x is not None:
+                shape = f"{region.geometry} " if has_geometry(region) else ""
                 raise ValueError(
-                    f"PressureChamber: the region leaves the body of link {self.link}: its node "
-                    f"({x[0]:.6g}, {x[1]:.6g}, {x[2]:.6g}) is outside the {body.volume.geometry} "
-                    "volume and its cavities"
+                    f"PressureChamber: the {shape}region leaves the {type(body).__name__} of "
+                    f"link {self.link}: its point ({x[0]:.6g}, {x[1]:.6g}, {x[2]:.6g}) is "
+                    f"outside the body's {body.volume.geometry} volume and its cavities"
                 )
         if self.volume is not None:
             qb = jax.ShapeDtypeStruct((body.n_q,), jnp.dtype(float))

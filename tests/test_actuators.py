@@ -10,7 +10,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 import softrigid as sr
-from softrigid import actuation_force, actuation_matrix, joints, kinematics, quadrature
+from softrigid import actuation_force, actuation_matrix, joints, kinematics, meshing, quadrature
 from softrigid.actuators import JointMotor, PressureChamber, Tendon
 from softrigid.materials import CompressibleNeoHookean, CosseratRod
 
@@ -239,11 +239,50 @@ def test_tendon_inside_check_uses_the_exact_section(n_radial):
         actuated(robot, Tendon([0], (0.029, 0.029)))
 
 
-def test_chamber_region_outside_the_body(cc_chain):
-    # a region wider than the body; a bore inside a tube is fine (the cavity counts)
-    wide = PressureChamber(0, region=quadrature.cylinder(2 * RADIUS, LENGTH, 2, 2, 3))
-    with pytest.raises(ValueError, match="PressureChamber: the region leaves the body of link 0"):
-        actuated(cc_chain, wide)
+@pytest.fixture(scope="module")
+def meshed_body():
+    """A CC body on a meshed cylinder of radius RADIUS (its section a polygon inside the disk)."""
+    mesh = quadrature.from_mesh(meshing.cylinder(RADIUS, LENGTH, n_radial=1, n_axial=1), 1)
+    return sr.SoftBody(kinematics.PlanarConstantCurvature(LENGTH), mesh, density=1000.0)
+
+
+# name: (a chamber region, whether it lies in the VOLUME body, in the meshed one); one radial
+# or axial node or one Gauss node per box direction: the nodes alone lie in the cylinder body
+REGIONS = {
+    "the body's own cylinder": (quadrature.cylinder(RADIUS, LENGTH, 1, 1, 3), True, False),
+    "a wider cylinder": (quadrature.cylinder(1.2 * RADIUS, LENGTH, 2, 1, 3), False, False),
+    "a longer cylinder": (quadrature.cylinder(0.02, 1.05 * LENGTH, 1, 1, 3), False, False),
+    "a thin cylinder": (quadrature.cylinder(0.5 * RADIUS, LENGTH, 1, 1, 3), True, True),
+    "an inscribed box": (quadrature.box((0.07, 0.07, LENGTH), 1), True, False),
+    "a box with corners out": (quadrature.box((0.08, 0.08, LENGTH), 1), False, False),
+    "a wider mesh": (
+        quadrature.from_mesh(meshing.cylinder(0.07, LENGTH, n_radial=1, n_axial=1), 1),
+        False,
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REGIONS))
+def test_chamber_region_is_checked_against_the_geometry(cc_chain, meshed_body, case):
+    # the region's geometry against the body's exact volume, not the region's quadrature nodes
+    region, in_cylinder, in_mesh = REGIONS[case]
+    meshed = sr.Robot([sr.Link(joints.Fixed(), meshed_body)], gravity=(0, 0, 0))
+    for robot, inside, volume in ((cc_chain, in_cylinder, "cylinder"), (meshed, in_mesh, "mesh")):
+        chamber = PressureChamber(0, region=region)
+        if inside:
+            assert actuated(robot, chamber).n_u == 1
+            continue
+        message = (
+            f"PressureChamber: the {region.geometry} region leaves the SoftBody of link 0: its "
+            rf"point \(.*\) is outside the body's {volume} volume"
+        )
+        with pytest.raises(ValueError, match=message):
+            actuated(robot, chamber)
+
+
+def test_chamber_in_the_bore_of_a_tube():
+    # a bore inside a tube is fine (the cavity counts)
     tube = quadrature.tube(0.02, RADIUS, LENGTH, n_axial=2, n_radial=1, n_angular=4)
     body = sr.SoftBody(bulge, tube, density=1.0, n_q=2, **FRAME)
     robot = sr.Robot([sr.Link(joints.Fixed(), body)], gravity=(0, 0, 0))

@@ -3,6 +3,9 @@ a silent NaN or a raw error from deep inside JAX/NumPy (issue "Reliability")."""
 
 from __future__ import annotations
 
+import functools
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,6 +17,9 @@ from softrigid.actuators import Tendon
 from softrigid.materials import CosseratRod
 
 L = 0.2
+# what a run-time check that fires inside the caller's jit raises: JAX's runtime error on a
+# program's first call, a ValueError with the same text on its cached calls (JAX's fast path)
+RUNTIME_ERRORS = (jax.errors.JaxRuntimeError, ValueError)
 VOLUME = quadrature.cylinder(0.02, L, n_axial=2, n_radial=1, n_angular=3)
 
 
@@ -154,6 +160,79 @@ def test_negative_density_through_jit_is_reported():
     assert float(fn(1000.0)) > 0
     with pytest.raises(Exception, match="SoftBody: density must be finite and positive"):
         jax.block_until_ready(fn(-1000.0))
+
+
+# ---------------------------------------------------------------- a model built inside jit
+
+Q1 = jnp.array([0.3])
+
+
+def _sprung(kd):
+    # the ID of a pendulum with spring and damper (k, d) = kd: uses both
+    joint = joints.Revolute((0, 1, 0), stiffness=kd[0], damping=kd[1])
+    robot = sr.Robot([sr.Link(joint, _rigid())])
+    return sr.inverse_dynamics(robot, Q1, jnp.array([0.7]), jnp.array([-0.4]))
+
+
+def _inertia(inertia):
+    robot = sr.Robot([sr.Link(joints.Revolute((1, 0, 0)), _rigid(inertia=inertia))])
+    return sr.mass_matrix(robot, Q1)
+
+
+def _soft_on_rule(wx):
+    # the mass matrix of a soft body on VOLUME with the weight of node 0 and x1 of node 1 = wx
+    volume = quadrature.QuadratureRule(
+        VOLUME.points.at[1, 0].set(wx[1]),
+        VOLUME.weights.at[0].set(wx[0]),
+        pivot=VOLUME.pivot,
+        contact_a=VOLUME.contact_a,
+        contact_b=VOLUME.contact_b,
+    )
+    robot = sr.Robot([sr.Link(joints.Fixed(), sr.SoftBody(_soft().kinematics, volume, 1000.0))])
+    return sr.mass_matrix(robot, Q1)
+
+
+def _tendon(start):
+    body = _soft()
+    robot = sr.Robot(
+        [sr.Link(joints.Revolute((0, 1, 0)), body)],
+        actuators=Tendon([0], (0.01, 0.0), start=start),
+    )
+    return sr.actuation_matrix(robot, jnp.array([0.3, 0.2]))
+
+
+_INERTIA = 1e-3 * np.diag([1.0, 2.0, 2.5])
+_WX = np.array([VOLUME.weights[0], VOLUME.points[1, 0]])
+# name: (model and algorithm of traced parameters, valid values, bad ones, the message); cases
+# that share a function share its compiled programs
+TRACED = {
+    "negative joint stiffness": (_sprung, np.array([1.5, 0.2]), np.array([-1.0, 0.2]), "Revolute: stiffness must be finite and non-negative"),
+    "NaN joint damping": (_sprung, np.array([1.5, 0.2]), np.array([1.5, np.nan]), "Revolute: damping must be finite and non-negative"),
+    "inertia not positive semi-definite": (_inertia, _INERTIA, -_INERTIA, "RigidBody: inertia must be positive semi-definite"),
+    "asymmetric inertia": (_inertia, _INERTIA, _INERTIA + np.triu(np.ones((3, 3)), 1) * 1e-4, "RigidBody: inertia must be symmetric"),
+    "inertia against the triangle inequality": (_inertia, _INERTIA, 1e-3 * np.diag([1.0, 1.0, 3.0]), "RigidBody: inertia has principal moments that violate the triangle inequality"),
+    "negative rule weight": (_soft_on_rule, _WX, _WX * np.array([-1e-3, 1.0]), "QuadratureRule: weights must be finite and positive"),
+    "NaN rule point": (_soft_on_rule, _WX, _WX + np.array([0.0, np.nan]), "QuadratureRule: points must be finite"),
+    "NaN tendon start": (lambda x: _tendon(jnp.stack([x, 0.0, -0.05])), 0.01, np.nan, "Tendon: start must be finite"),
+}  # fmt: skip
+
+
+@functools.cache
+def _jitted(build):
+    return jax.jit(build)
+
+
+@pytest.mark.parametrize("case", sorted(TRACED))
+def test_model_built_inside_jit_is_checked_at_run_time(case):
+    # build time cannot read traced parameters: the run-time check fires when the model is used
+    build, good, bad, message = TRACED[case]
+    fn = _jitted(build)
+    np.testing.assert_allclose(fn(good), build(good), rtol=1e-12, atol=1e-15)
+    with pytest.raises(RUNTIME_ERRORS, match=message):
+        jax.block_until_ready(fn(bad))
+    # the same value given concretely is refused at build time, naming the same argument
+    with pytest.raises(ValueError, match=re.match(r"\w+: \w+", message).group()):
+        build(bad)
 
 
 def test_rod_basis_too_rich_for_the_axial_rule_warns():

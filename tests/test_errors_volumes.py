@@ -32,6 +32,9 @@ from softrigid.quadrature import (
     tube,
 )
 
+# a run-time check inside the caller's jit: JAX's runtime error, or a ValueError with the same
+# text on a program's cached calls (JAX's fast path)
+RUNTIME_ERRORS = (jax.errors.JaxRuntimeError, ValueError)
 MESHES = Path(__file__).resolve().parents[1] / "meshes"
 XML_NOT_A_MESH = '<?xml version="1.0"?>\n<library><book title="x"/></library>\n'
 # a 2-layer meshed cylinder: 36 tetrahedra
@@ -199,10 +202,21 @@ def test_rule_construction_is_checked(change, error, message):
         QuadratureRule(**_rule_args(**change))
 
 
-def test_rule_checks_are_skipped_under_tracing():
-    # rules are built outside jit in practice; under tracing values cannot be read
-    volume = jax.jit(lambda w: QuadratureRule(np.zeros((2, 3)), w).volume)(np.array([1.0, -3.0]))
-    assert float(volume) == -2.0
+@pytest.mark.parametrize(
+    "build, bad, message",
+    [
+        (lambda v: QuadratureRule(np.zeros((2, 3)), v * np.ones(2)).volume, -1.0, "weights must be finite and positive"),
+        (lambda v: QuadratureRule(v * np.ones((2, 3)), np.ones(2)).points.sum(), np.nan, "points must be finite"),
+        (lambda v: QuadratureRule(np.zeros((2, 3)), np.ones(2), density=v * np.ones(2)).density.sum(), np.inf, "density must be finite and positive"),
+        (lambda v: cylinder(v, 1.0, 1, 1, 3).dimensions.sum(), -1.0, "dimensions must be finite and positive"),
+    ],
+)  # fmt: skip
+def test_rule_checks_run_under_tracing(build, bad, message):
+    # a rule built inside jit from traced values gets the same checks at run time
+    fn = jax.jit(build)
+    assert float(fn(1.0)) == pytest.approx(float(build(1.0)), rel=1e-14)
+    with pytest.raises(RUNTIME_ERRORS, match=f"QuadratureRule: {message}"):
+        jax.block_until_ready(fn(bad))
 
 
 def _duplicate(cells: np.ndarray, case: str) -> np.ndarray:
@@ -224,9 +238,9 @@ def test_duplicated_elements_are_refused(small, case):
     points, cells = small
     bad = _duplicate(cells, case)
     message = r"1 duplicated tetrahedra .* at element indices \[10\] \(.*: 10 = 3\)"
-    with pytest.raises(ValueError, match="from_mesh: " + message):
+    with pytest.raises(ValueError, match="from_mesh: the mesh has " + message):
         from_mesh(meshio.Mesh(points, [("tetra", bad)]))
-    with pytest.raises(ValueError, match="ReferenceMesh: " + message):
+    with pytest.raises(ValueError, match="ReferenceMesh: the mesh has " + message):
         ReferenceMesh(points, (("tetra", bad),))
 
 
@@ -242,11 +256,59 @@ def test_duplicate_across_tetra_and_tetra10_blocks(small):
         from_mesh(mesh)
 
 
+def _through_copies(points: np.ndarray, cells: np.ndarray, case: str) -> tuple:
+    """Element 3 listed again at the end (index 36) on copies of some of its nodes, written at
+    the same coordinates (or within 1e-12 of the mesh size)."""
+    copied, order, shift = {
+        "all four nodes copied": ([0, 1, 2, 3], [0, 1, 2, 3], 0.0),
+        "one node copied": ([2], [0, 1, 2, 3], 0.0),
+        "copies in the other orientation": ([0, 3], [1, 0, 2, 3], 0.0),
+        "copies off by 1e-12 of the size": ([0, 1, 2, 3], [0, 1, 2, 3], 1e-12),
+    }[case]
+    element = cells[3].copy()
+    extra = points[element[copied]] + shift * np.ptp(points, axis=0).max()
+    element[copied] = len(points) + np.arange(len(copied))
+    return np.concatenate([points, extra]), np.concatenate([cells, element[None, order]])
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "all four nodes copied",
+        "one node copied",
+        "copies in the other orientation",
+        "copies off by 1e-12 of the size",
+    ],
+)
+def test_duplicates_through_coincident_nodes_are_refused(small, tmp_path, case):
+    # the mass would double: merged nodes at the same coordinates reveal the duplicate
+    points, cells = _through_copies(*small, case)
+    path = tmp_path / "twice.vtu"
+    meshio.write(path, meshio.Mesh(points, [("tetra", cells)]))
+    message = r"1 duplicated tetrahedra .* coincident nodes.* \[36\] \(.*: 36 = 3\)"
+    with pytest.raises(ValueError, match=f"from_mesh: {re.escape(repr(str(path)))} has {message}"):
+        from_mesh(path)
+    with pytest.raises(ValueError, match="ReferenceMesh: the mesh has " + message):
+        ReferenceMesh(points, (("tetra", cells),))
+
+
+def test_a_seam_of_coincident_nodes_is_a_valid_mesh(small):
+    # element 3 moved onto copies of its nodes (no element listed twice): the same volume
+    points, cells = small
+    copies, seam = _through_copies(points, cells, "all four nodes copied")
+    seam = np.concatenate([seam[:3], seam[-1:], seam[4:-1]])
+    rule = from_mesh(meshio.Mesh(copies, [("tetra", seam)]))
+    reference = from_mesh(meshio.Mesh(points, [("tetra", cells)]))
+    np.testing.assert_allclose(float(rule.volume), float(reference.volume), rtol=1e-14)
+
+
 def test_overlapping_elements_are_refused():
     # two positive tetrahedra on the same side of their shared face (0, 1, 2)
     points = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [0.2, 0.2, 0.5]], float)
     cells = np.array([[0, 1, 2, 3], [0, 1, 2, 4]])
-    with pytest.raises(ValueError, match=r"from_mesh: 2 overlapping tetrahedra .*\[0, 1\]"):
+    with pytest.raises(
+        ValueError, match=r"from_mesh: the mesh has 2 overlapping tetrahedra .*\[0, 1\]"
+    ):
         from_mesh(meshio.Mesh(points, [("tetra", cells)]))
     # on opposite sides they are a valid mesh
     points[4, 2] = -0.5

@@ -9,6 +9,7 @@ the cylinder itself, with the inscribed-polygon error bound
 
 import importlib.util
 import itertools
+import re
 import warnings
 from math import factorial
 from pathlib import Path
@@ -330,7 +331,8 @@ def test_from_mesh_reports_inverted_elements(small_mesh, tmp_path):
     cells[[3, 7]] = cells[[3, 7]][:, [0, 2, 1, 3]]
     path = tmp_path / "inverted.vtu"
     meshio.write(path, meshio.Mesh(small_mesh.points, [("tetra", cells)]))
-    with pytest.raises(ValueError, match=r"2 inverted tetrahedra .* at element indices \[3, 7\]$"):
+    message = r" has 2 inverted tetrahedra .* at element indices \[3, 7\]$"
+    with pytest.raises(ValueError, match=f"from_mesh: {re.escape(repr(str(path)))}{message}"):
         from_mesh(path)
     flipped = small_mesh.cells_dict["tetra"][:, [0, 2, 1, 3]]
     with pytest.raises(ValueError, match=r"every element is inverted.*cells\[:, \[0, 2, 1, 3\]\]"):

@@ -6,8 +6,10 @@ material points lie in a rule's reference volume.
 """
 
 from ._compress import CompressionInfo, compress
+from ._distal import distal_points
 from ._geometry import contains
-from ._mesh import ReferenceMesh, distal_points, from_mesh, tetrahedron
+from ._mesh import from_mesh, tetrahedron
+from ._reference_mesh import ReferenceMesh
 from ._rule import GEOMETRIES, QuadratureRule, box, cylinder, segment, tube
 from ._tetra import MAX_DEGREE, tetrahedron_rule
 

@@ -27,7 +27,7 @@ from .. import meshing
 from .._module import is_concrete
 from ._rule import QuadratureRule
 
-__all__ = ["contains", "has_geometry", "within_envelope"]
+__all__ = ["contains", "has_geometry", "region_outside", "within_envelope"]
 
 
 def has_geometry(rule: QuadratureRule) -> bool:
@@ -56,6 +56,55 @@ def within_envelope(rule: QuadratureRule, points: Any, tol: float = 1e-9) -> np.
         facets = ConvexHull(nodes).equations
         return (x @ facets[:, :3].T + facets[:, 3]).max(1) <= eps
     return contains(rule, x, tol)
+
+
+def region_outside(rule: QuadratureRule, region: QuadratureRule, tol: float = 1e-9) -> Any:
+    """A point of the reference volume of `region` outside the envelope of `rule`
+    (`within_envelope`), or `None` when the whole region lies in it.
+
+    The envelope is convex (a cylinder, a box, a segment, a mesh's convex hull), so the region
+    lies in it when its extreme points do: the corners of a box region, the ends of a segment,
+    the nodes of a mesh, and for a round region (cylinder, tube) the points of its two end rims
+    farthest along each side normal of the envelope (any rim point against a round envelope).
+    The answer follows the geometry, not the quadrature order; the region's quadrature nodes
+    are tested too (the only points known of a region without geometry).
+    """
+    points = np.asarray(region.points, dtype=float).reshape(-1, 3)
+    if has_geometry(region):
+        points = np.concatenate([points, _extreme_points(region, _side_normals(rule))])
+    outside = ~within_envelope(rule, points, tol)
+    return points[np.argmax(outside)] if outside.any() else None
+
+
+def _side_normals(rule: QuadratureRule) -> np.ndarray:
+    """Unit section-plane directions `(D, 2)` in which the envelope of `rule` has flat sides
+    (a box's, a mesh hull's facets), after `(1, 0)` (for a round envelope, any direction)."""
+    if rule.geometry == "mesh" and rule.mesh is not None:
+        normals = ConvexHull(rule.mesh.points).equations[:, :2]
+    elif rule.geometry == "box":
+        normals = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    else:
+        normals = np.zeros((0, 2))
+    size = np.linalg.norm(normals, axis=1)
+    flat = normals[size > 1e-12] / size[size > 1e-12, None]
+    return np.concatenate([[[1.0, 0.0]], flat])
+
+
+def _extreme_points(region: QuadratureRule, normals: np.ndarray) -> np.ndarray:
+    """The extreme points `(M, 3)` of the reference volume of `region` that decide whether it
+    lies in a convex envelope with side `normals` (see `region_outside`)."""
+    if region.geometry == "mesh":
+        return region.mesh.points
+    dims = np.asarray(region.dimensions, dtype=float)
+    if region.geometry == "segment":
+        section = np.zeros((1, 2))
+    elif region.geometry == "box":
+        section = 0.5 * dims[:2] * np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
+    else:  # cylinder, tube: the outer rim
+        section = dims[-2] * normals
+    # every section point at both ends x3 = 0 and x3 = L
+    ends = np.tile([0.0, dims[-1]], section.shape[0])
+    return np.column_stack([np.repeat(section, 2, axis=0), ends])
 
 
 def contains(rule: QuadratureRule, points: Any, tol: float = 1e-9) -> np.ndarray:

@@ -14,12 +14,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .._checks import as_count
+from .._checks import as_count, traced_check
 from .._module import is_concrete, module, static
 from ._gauss import gauss_legendre
 
 if TYPE_CHECKING:
-    from ._mesh import ReferenceMesh
+    from ._reference_mesh import ReferenceMesh
 
 __all__ = ["GEOMETRIES", "QuadratureRule", "box", "cylinder", "segment", "tube"]
 
@@ -47,10 +47,13 @@ def _field(name: str, value: object) -> Array:
     return jnp.asarray(value, dtype=float)
 
 
-def _check_finite(name: str, value: Array, positive: bool = False) -> None:
-    """Finite (and positive) values, checked when concrete; under tracing nothing is read."""
+def _check_finite(name: str, value: Array, positive: bool = False) -> Array:
+    """`value`, finite (and positive): checked at build time when concrete, by a run-time check
+    when traced (a rule built inside `jit`)."""
+    what = "finite and positive" if positive else "finite"
     if not is_concrete(value):
-        return
+        bad = ~jnp.isfinite(value) | (value <= 0) if positive else ~jnp.isfinite(value)
+        return traced_check(value, bad, f"QuadratureRule: {name} must be {what}")
     arr = np.asarray(value)
     bad = ~np.isfinite(arr) | (arr <= 0) if positive else ~np.isfinite(arr)
     if bad.any():
@@ -59,11 +62,11 @@ def _check_finite(name: str, value: Array, positive: bool = False) -> None:
             str(tuple(int(i) for i in w)) if w.size > 1 else str(int(w[0])) for w in where
         )
         more = ", ..." if bad.sum() > 5 else ""
-        what = "finite and positive" if positive else "finite"
         raise ValueError(
             f"QuadratureRule: {name} must be {what}; {int(bad.sum())} entries are not "
             f"(at {text}{more}; e.g. {float(arr[tuple(where[0])])})"
         )
+    return value
 
 
 @module
@@ -92,8 +95,8 @@ class QuadratureRule:
         ValueError: wrong shapes; non-finite points, pivot or contact points; weights or
             density that are not finite and positive (a zero or negative weight is a wrong
             mass, never a valid rule: repeat a node with split weights to pad a rule);
-            `dimensions` that do not fit `geometry`. Values are checked when concrete, as
-            rules are built outside `jit`; under a transformation only shapes are checked.
+            `dimensions` that do not fit `geometry`. Values are checked when concrete; a rule
+            built inside `jit` from traced values gets the same checks at run time.
     """
 
     points: Array
@@ -124,10 +127,8 @@ class QuadratureRule:
                     f"QuadratureRule: n_axial={self.n_axial} does not divide the "
                     f"{points.shape[0]} points"
                 )
-        _check_finite("points", points)
-        _check_finite("weights", weights, positive=True)
-        object.__setattr__(self, "points", points)
-        object.__setattr__(self, "weights", weights)
+        object.__setattr__(self, "points", _check_finite("points", points))
+        object.__setattr__(self, "weights", _check_finite("weights", weights, positive=True))
         for name in ("pivot", "contact_a", "contact_b"):
             value = getattr(self, name)
             if value is not None:
@@ -136,16 +137,14 @@ class QuadratureRule:
                     raise ValueError(
                         f"QuadratureRule: {name} must have shape (3,), got {value.shape}"
                     )
-                _check_finite(name, value)
-                object.__setattr__(self, name, value)
+                object.__setattr__(self, name, _check_finite(name, value))
         if self.density is not None:
             density = _field("density", self.density)
             if density.shape != weights.shape:
                 raise ValueError(
                     f"QuadratureRule: density must have shape {weights.shape}, got {density.shape}"
                 )
-            _check_finite("density", density, positive=True)
-            object.__setattr__(self, "density", density)
+            object.__setattr__(self, "density", _check_finite("density", density, positive=True))
         if self.geometry is not None and (
             not isinstance(self.geometry, str) or self.geometry not in GEOMETRIES
         ):
@@ -161,7 +160,7 @@ class QuadratureRule:
                     f"QuadratureRule: dimensions must be {GEOMETRIES.get(self.geometry, 'None')} "
                     f"for geometry={self.geometry!r}, got shape {dimensions.shape}"
                 )
-            _check_finite("dimensions", dimensions, positive=True)
+            dimensions = _check_finite("dimensions", dimensions, positive=True)
             object.__setattr__(self, "dimensions", dimensions)
         if (self.geometry == "mesh") != (self.mesh is not None):
             raise ValueError('QuadratureRule: geometry="mesh" goes with a mesh, and only with one')

@@ -25,7 +25,7 @@ from ._dynamics import solve_accelerations, terms
 from ._model import Robot
 from ._module import module, static
 
-__all__ = ["Radau"]
+__all__ = ["Radau", "simulate_radau"]
 
 
 @module
@@ -120,3 +120,45 @@ def _radau_jacobian(
     lower = -jnp.linalg.solve(d.mass_matrix, jnp.concatenate([d.d_q, d.d_qd], axis=1))
     upper = jnp.concatenate([jnp.zeros((n, n), y.dtype), jnp.eye(n, dtype=y.dtype)], axis=1)
     return jnp.concatenate([upper, lower])
+
+
+@functools.partial(jax.jit, static_argnames=("law",))
+def _recorded_inputs(
+    robot: Robot,
+    loads: tuple,
+    policy: Controller | None,
+    law: Callable | None,
+    t: Array,
+    q: Array,
+    qd: Array,
+) -> Array:
+    """The inputs `u(t, q, q̇)` `(S + 1, n_u)` along a trajectory."""
+    return jax.vmap(closed_loop(robot, loads, policy, law).inputs)(t, q, qd)
+
+
+def simulate_radau(
+    robot: Robot,
+    q0: Array,
+    qd0: Array,
+    dt: float,
+    n_steps: int,
+    scheme: Radau,
+    policy: Controller | None,
+    law: Callable | None,
+    loads: tuple,
+    period: int | None,
+    eager: bool,
+    solver: str,
+) -> tuple[Array, Array, Array, Array]:
+    """`simulate(..., method=Radau(...))`: `(t, q, q̇, u)` on the grid `dt · k`, eager only."""
+    if not eager:
+        raise TypeError(
+            "simulate: method 'radau' runs scipy.integrate.solve_ivp on the host and is not "
+            "jittable: call it outside jit/vmap/grad, or use a fixed-step method"
+        )
+    if period is not None:
+        raise ValueError("simulate: control_period is not supported by method 'radau'")
+    times = dt * np.arange(n_steps + 1)
+    q, qd = scheme.integrate(robot, loads, policy, law, solver, q0, qd0, times)
+    t, q, qd = (jnp.asarray(x, q0.dtype) for x in (times, q, qd))
+    return t, q, qd, _recorded_inputs(robot, loads, policy, law, t, q, qd)

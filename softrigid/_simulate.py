@@ -16,7 +16,6 @@ the Udwadia–Kalaba equation.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import time
@@ -46,7 +45,7 @@ from ._integrators import (
 from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
-from ._radau import Radau
+from ._radau import Radau, simulate_radau
 
 __all__ = ["METHODS", "Trajectory", "simulate"]
 
@@ -172,20 +171,6 @@ def _run(
     if check:
         q = _check_run(q, qds, ok, n_steps, scheme.name)
     return Trajectory(t, q, qd, u), ok
-
-
-@functools.partial(jax.jit, static_argnames=("law",))
-def _recorded_inputs(
-    robot: Robot,
-    loads: tuple,
-    policy: Controller | None,
-    law: Callable | None,
-    t: Array,
-    q: Array,
-    qd: Array,
-) -> Array:
-    """The inputs `u(t, q, q̇)` `(S + 1, n_u)` along a trajectory."""
-    return jax.vmap(closed_loop(robot, loads, policy, law).inputs)(t, q, qd)
 
 
 def _check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Array:
@@ -355,8 +340,21 @@ def simulate(
     if constraints and eager:
         check_constraints_at("simulate", constraints, jnp.zeros((), q0.dtype), q0, qd0)
     if isinstance(scheme, Radau):
-        return _simulate_radau(
-            robot, q0, qd0, dt, n_steps, scheme, policy, static_law, loads, period, eager, solver
+        return Trajectory(
+            *simulate_radau(
+                robot,
+                q0,
+                qd0,
+                dt,
+                n_steps,
+                scheme,
+                policy,
+                static_law,
+                loads,
+                period,
+                eager,
+                solver,
+            )
         )
     # traced (inside the user's jit/vmap/grad): the run-time check inside the program reports a
     # failure; eager: the trajectory is checked here, naming the exact time
@@ -397,30 +395,3 @@ def simulate(
                 "reduce dt, use an implicit method, or check the model and the controller"
             )
     return traj
-
-
-def _simulate_radau(
-    robot: Robot,
-    q0: Array,
-    qd0: Array,
-    dt: float,
-    n_steps: int,
-    scheme: Radau,
-    policy: Controller | None,
-    law: Callable | None,
-    loads: tuple,
-    period: int | None,
-    eager: bool,
-    solver: str,
-) -> Trajectory:
-    if not eager:
-        raise TypeError(
-            "simulate: method 'radau' runs scipy.integrate.solve_ivp on the host and is not "
-            "jittable: call it outside jit/vmap/grad, or use a fixed-step method"
-        )
-    if period is not None:
-        raise ValueError("simulate: control_period is not supported by method 'radau'")
-    times = dt * np.arange(n_steps + 1)
-    q, qd = scheme.integrate(robot, loads, policy, law, solver, q0, qd0, times)
-    t, q, qd = (jnp.asarray(x, q0.dtype) for x in (times, q, qd))
-    return Trajectory(t, q, qd, _recorded_inputs(robot, loads, policy, law, t, q, qd))

@@ -315,7 +315,7 @@ def test_invalid_urdf_raise_clear_errors(tmp_path):
         urdf.load(_robot_xml(ok_link + _joint_xml("j", "fixed", "a", "x")))
     with pytest.raises(ValueError, match=r"rpy='0 0' must be 3 finite numbers"):
         urdf.load(_robot_xml(ok_link + _joint_xml("j", "fixed", "a", "b", '<origin rpy="0 0"/>')))
-    with pytest.raises(ValueError, match="link 'b': RigidBody: principal moments"):
+    with pytest.raises(ValueError, match="link 'b': RigidBody: inertia has principal moments"):
         urdf.load(
             _robot_xml(
                 '<link name="b"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" '

@@ -9,6 +9,7 @@ import pytest
 
 import softrigid as sr
 from softrigid import joints, kinematics, quadrature
+from softrigid.kinematics import lvp
 from softrigid.materials import (
     CompressibleNeoHookean,
     CosseratRod,
@@ -384,6 +385,26 @@ def test_incompressible_on_non_preserving_map():
         soft(kinematics.PlanarConstantCurvature(LENGTH), IncompressibleNeoHookean(1.0))
     with pytest.raises(ValueError, match=r"'general' has max \|det F − 1\|"):
         soft(general, IncompressibleNeoHookean(1.0), n_q=3)
+
+
+def test_incompressible_on_a_map_with_a_valid_range():
+    # the seed's gripper: at q ~ 0.05 N(0, I) its source coordinate (m²) closes the 12 mm
+    # cavity (r² + g < 0, the map is undefined), so the volume check samples inside the map's
+    # valid range; on this volume-preserving map the law equals the compressible one with
+    # μ = 2C, λ = 0 (ln J = 0, and ℂ₀ = 2μ 𝕀 for both), which needs no such check
+    tube = quadrature.tube(0.012, 0.02, 0.05, n_axial=3, n_radial=2, n_angular=5)
+    frame = {"pivot": (0, 0, 0.05), "contact_points": ((0.016, 0, 0.05), (0, 0.016, 0.05))}
+    laws = (
+        IncompressibleNeoHookean(22.2e6, eta=0.05),
+        CompressibleNeoHookean(44.4e6, 0.0, eta=0.05),
+    )
+    bodies = [sr.SoftBody(lvp.gripper(0.05), tube, 960.0, material=m, **frame) for m in laws]
+    q, qd = jnp.array([0.1, 2e-5]), jnp.array([-0.3, 1e-4])
+    forces = [jax.grad(b.material.energy, 1)(b, q) for b in bodies]
+    np.testing.assert_allclose(forces[0], forces[1], rtol=1e-9)
+    rates = [b.material.dissipation(b, q, qd) for b in bodies]
+    np.testing.assert_allclose(rates[0], rates[1], rtol=1e-9)
+    assert float(rates[0]) > 0.0
 
 
 def test_rod_law_needs_a_strain():

@@ -38,6 +38,8 @@ __all__ = [
 _VP_SAMPLES = 3
 _VP_SCALE = 0.05
 _VP_TOL = 1e-8
+# A sample outside the map's valid range (`valid(x, q)`) is halved at most this many times.
+_VP_HALVINGS = 30
 
 
 def deformation_gradient(body: SoftBody, q: Array, points: Array | None = None) -> Array:
@@ -119,9 +121,21 @@ class _Solid(Material):
         return 0.5 * self.eta * jnp.sum(body.volume.weights * quad)
 
 
-def _sample_configurations(n_q: int) -> np.ndarray:
+def _sample_configurations(body: SoftBody) -> np.ndarray:
+    """`q = 0` and `_VP_SAMPLES` seeded `q ~ 0.05 N(0, I)`; a map with a valid range (an LVP
+    composition's `valid(x, q)`, e.g. a source whose coordinate in m² must keep its cavity
+    open) gets each sample halved until it is valid at every quadrature node."""
     rng = np.random.default_rng(0)
-    return np.concatenate([np.zeros((1, n_q)), _VP_SCALE * rng.standard_normal((_VP_SAMPLES, n_q))])
+    qs = _VP_SCALE * rng.standard_normal((_VP_SAMPLES, body.n_q))
+    valid = getattr(body.kinematics, "valid", None)
+    if valid is not None:
+        inside = jax.vmap(lambda q: jnp.all(jax.vmap(valid, (0, None))(body.volume.points, q)))
+        for _ in range(_VP_HALVINGS):
+            out = ~np.asarray(inside(jnp.asarray(qs)))
+            if not out.any():
+                break
+            qs[out] /= 2.0
+    return np.concatenate([np.zeros((1, body.n_q)), qs])
 
 
 @jax.jit
@@ -132,7 +146,8 @@ def _jacobian_determinants(body: SoftBody, qs: Array) -> Array:
 
 def check_volume_preserving(body: SoftBody, where: str) -> None:
     """Raise `ValueError` unless `det F = 1` (to 1e-8) at every quadrature node of `body` at
-    `q = 0` and at three seeded random configurations `q ~ 0.05 N(0, I)`.
+    `q = 0` and at three seeded random configurations `q ~ 0.05 N(0, I)` (halved into the map's
+    valid range when it has one, `_sample_configurations`).
 
     A necessary test (a map could preserve volume only at the sampled states), cheap enough to
     run whenever a body is built. Skipped when the body's parameters are traced.
@@ -140,7 +155,7 @@ def check_volume_preserving(body: SoftBody, where: str) -> None:
     if not is_concrete(body):
         return
     name = getattr(body.kinematics, "name", "") or type(body.kinematics).__name__
-    qs = _sample_configurations(body.n_q)
+    qs = _sample_configurations(body)
     dets = np.asarray(_jacobian_determinants(body, jnp.asarray(qs)))
     for q, det in zip(qs, dets):
         if not np.all(np.isfinite(det)):
@@ -164,8 +179,8 @@ class IncompressibleNeoHookean(_Solid):
     Only valid on volume-preserving body maps (`det F = 1`, the LVP primitives): the pressure
     that enforces incompressibility does no work on such maps and is left out. Building a
     `SoftBody` with this law checks `det F = 1` at every quadrature node at `q = 0` and at three
-    seeded random configurations `q ~ 0.05 N(0, I)` (tolerance 1e-8) and raises `ValueError`
-    otherwise.
+    seeded random configurations `q ~ 0.05 N(0, I)`, halved into the map's valid range when it
+    has one (tolerance 1e-8), and raises `ValueError` otherwise.
 
     Kelvin–Voigt damping uses `ℂ₀ = 2μ 𝕀 = 4C 𝕀`: `R = 2 η C ∫ Ė : Ė dV`, which is `η` times
     the stiffness at rest on a volume-preserving map.

@@ -30,6 +30,7 @@ from softrigid.quadrature import (
     tetrahedron,
     tetrahedron_rule,
 )
+from softrigid.quadrature._distal import distal_points
 
 MESHES = Path(__file__).resolve().parents[1] / "meshes"
 RHO = 960.0
@@ -285,6 +286,20 @@ def test_from_mesh_rule_layout_and_distal_points():
     assert hash(same.mesh) == hash(rule.mesh)
     other = from_mesh(meshing.cylinder(r, length, n_radial=3, n_axial=2), 3)
     assert other.mesh != rule.mesh
+
+
+@pytest.mark.parametrize("name", ["gripper", "helicoid"])
+def test_symmetric_distal_face_is_centred_exactly(name):
+    # the area centroid of these symmetric faces is 1e-18 m off the axis by rounding; the
+    # gripper's source map divides by r², which turned that into a mass-matrix entry of −2e18:
+    # the pivot lies on the axis exactly
+    mesh = meshio.read(MESHES / f"{name}.vtu")
+    pivot, _, _ = distal_points(mesh.points, mesh.cells_dict["tetra"])
+    assert pivot[0] == 0.0 and pivot[1] == 0.0
+    # an off-axis face keeps its offset: translated by 1e-6 m, the pivot moves with it
+    shifted = mesh.points + np.array([1e-6, 0.0, 0.0])
+    moved, _, _ = distal_points(shifted, mesh.cells_dict["tetra"])
+    np.testing.assert_allclose(moved[:2], [1e-6, 0.0], atol=1e-18)
 
 
 def test_from_mesh_without_flat_distal_face():

@@ -36,7 +36,8 @@ def distal_points(
     """Default distal pivot and contact points of a meshed body.
 
     The distal face is the part of the boundary in the plane `x3 = max x3` (within
-    `1e-9 ×` the axial extent). The pivot is its area centroid `c`; with `u1`, `u2` the
+    `1e-9 ×` the axial extent). The pivot is its area centroid `c` (an in-plane coordinate
+    within `1e-12 ×` the face's width of 0 is set to 0: symmetric faces are centred exactly); with `u1`, `u2` the
     principal axes of its second area moment (`u1` the major one; `e1`, `e2` when the face is
     isotropic, e.g. a disk or a regular polygon; `u1 × u2 = e3`), the contact points are where
     the rays `c + t u1` and `c + t u2` leave the face, i.e. points on the face's rim, as the
@@ -76,6 +77,9 @@ def distal_points(
     if not total > 1e-12 * np.ptp(points).max() ** 2:
         return None
     c = (area[:, None] * tri.mean(1)).sum(0) / total
+    # a centroid on an axis up to rounding (a symmetric face) lies on it exactly: maps that are
+    # singular on the axis (e.g. the LVP source's 1/r²) must not see a 1e-18 m offset there
+    c = np.where(np.abs(c) <= 1e-12 * np.ptp(tri.reshape(-1, 2), axis=0).max(), 0.0, c)
     # ∫_T x xᵀ dA = A/12 (Σ p_i p_iᵀ + s sᵀ), s = Σ p_i; then about the centroid
     s = tri.sum(1)
     second = (

@@ -46,6 +46,7 @@ class Dynamics(NamedTuple):
     needs_terms: bool
     constraints: tuple[Constraint, ...] = ()
     solver: str = "cholesky"
+    constant: bool = False
 
     def checked(self, u: Any, q: Array) -> Array:
         u = jnp.asarray(u, dtype=q.dtype)
@@ -84,7 +85,28 @@ class Dynamics(NamedTuple):
 
     def hold(self, u: Array) -> Dynamics:
         """The same dynamics with the inputs held at `u` (zero-order hold)."""
-        return self._replace(law=lambda t, q, qd, tm: u, needs_terms=False)
+        return self._replace(law=lambda t, q, qd, tm: u, needs_terms=False, constant=True)
+
+    def feedback(self, t: Array, q: Array, qd: Array) -> tuple[Array, Array, Array]:
+        """`u(t, q, q̇)` and the law's feedback on the generalized forces,
+
+            A ∂u/∂q,   A ∂u/∂q̇   `(n_q, n_q)` each,
+
+        with the stage's dynamics terms (`M`, the bias, `A`) held at their value: the gains and
+        references of the law, not the model's own dependence on the state. The implicit
+        schemes' iteration matrix subtracts it (`∂(−A u)/∂x`): without it a stiff feedback
+        law (a PD, a PFBL with large gains) makes Newton converge linearly or not at all."""
+        if self.constant:
+            zero = jnp.zeros((self.robot.n_q, self.robot.n_q), q.dtype)
+            return self.inputs(t, q, qd), zero, zero
+        tm = terms(self.robot, q, qd, self.loads) if self.needs_terms else None
+        a = tm.actuation if tm is not None else actuation(self.robot, q)
+
+        def law(x: Array, xd: Array) -> Array:
+            return self.checked(self.law(t, x, xd, tm), q)
+
+        du_dq, du_dqd = jax.jacfwd(law, argnums=(0, 1))(q, qd)
+        return law(q, qd), a @ du_dq, a @ du_dqd
 
 
 def make_dynamics(
@@ -97,7 +119,9 @@ def make_dynamics(
     """`Dynamics` for `controller`: `None`, a `Controller` or a callable `u(t, q, q̇)`;
     `solver` is `"cholesky"` or `"articulated"` (resolved by `choose_solver`)."""
     if controller is None:
-        dyn = Dynamics(robot, loads, lambda t, q, qd, tm: jnp.zeros(robot.n_u, q.dtype), False)
+        dyn = Dynamics(
+            robot, loads, lambda t, q, qd, tm: jnp.zeros(robot.n_u, q.dtype), False, constant=True
+        )
     elif isinstance(controller, Controller):
         dyn = Dynamics(robot, loads, lambda t, q, qd, tm: controller(t, q, qd, tm), True)
     else:

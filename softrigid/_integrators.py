@@ -11,8 +11,8 @@ driver (`softrigid._simulate`) reports it, never a silently wrong state.
 
 The implicit schemes solve for the new acceleration `x = q̈₁` the step residual
 `ν(q₁(x), q̇₁(x), x) = M q̈ + bias − A u` by Newton (`softrigid._newton`) with the exact
-iteration matrix `∂ν/∂x = M + h_v ∂ν/∂q̇ + h_q ∂ν/∂q` (the inputs `u` enter at their stage
-value, their own feedback `∂u/∂(q, q̇)` is left out of the matrix), kept from step to step
+iteration matrix `∂ν/∂x = M + h_v ∂ν/∂q̇ + h_q ∂ν/∂q` (with the controller's own feedback
+`A ∂u/∂(q, q̇)` at the stage's dynamics terms, `Dynamics.feedback`), kept from step to step
 while the iteration converges fast (`newton="modified"`, the default) or evaluated at every
 iterate (`newton="full"`), inside `lax.custom_root`, so `jax.grad` differentiates the converged
 step by the implicit function theorem. The adaptive `Radau` is in `softrigid._radau`.

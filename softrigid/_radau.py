@@ -33,7 +33,8 @@ class Radau:
     """Adaptive Radau IIA (order 5) with error control: `scipy.integrate.solve_ivp(method=
     "Radau")` on `y = (q, q̇)` with the exact Jacobian of the first-order system,
 
-        ∂q̈/∂q = −M⁻¹ ∂ν/∂q,   ∂q̈/∂q̇ = −M⁻¹ ∂ν/∂q̇   (inputs held at their value),
+        ∂q̈/∂q = −M⁻¹ ∂r/∂q,   ∂q̈/∂q̇ = −M⁻¹ ∂r/∂q̇,   r = ν − A u(t, q, q̇)
+        (the controller's feedback with the dynamics terms held at their value),
 
     from jitted callbacks. Runs eagerly on the host: not jittable, not differentiable, not
     `vmap`-able (a `TypeError` with traced inputs); the output is sampled on the fixed grid.
@@ -109,15 +110,18 @@ def _radau_jacobian(
     t: Array,
     y: Array,
 ) -> Array:
-    """`∂ẏ/∂y` of `_radau_rhs`, the inputs held at their value."""
+    """`∂ẏ/∂y` of `_radau_rhs`, the controller's feedback with the dynamics terms held at their
+    value (`Dynamics.feedback`)."""
     dyn = closed_loop(robot, loads, policy, law, solver=solver)
     n = robot.n_q
     q, qd = y[:n], y[n:]
     tm = terms(robot, q, qd, loads)
-    u = dyn.checked(dyn.law(t, q, qd, tm if dyn.needs_terms else None), q)
+    u, fb_q, fb_qd = dyn.feedback(t, q, qd)
     qdd = solve_accelerations(robot, tm, u, check=False)
     d = residual_derivatives(robot, q, qd, qdd, loads, u)
-    lower = -jnp.linalg.solve(d.mass_matrix, jnp.concatenate([d.d_q, d.d_qd], axis=1))
+    # ∂q̈/∂y = −M⁻¹ ∂r/∂y, r = ν − A u(t, q, q̇) (the law's feedback with the terms held)
+    jac = jnp.concatenate([d.d_q - fb_q, d.d_qd - fb_qd], axis=1)
+    lower = -jnp.linalg.solve(d.mass_matrix, jac)
     upper = jnp.concatenate([jnp.zeros((n, n), y.dtype), jnp.eye(n, dtype=y.dtype)], axis=1)
     return jnp.concatenate([upper, lower])
 

@@ -87,7 +87,9 @@ class Dynamics(NamedTuple):
         """The same dynamics with the inputs held at `u` (zero-order hold)."""
         return self._replace(law=lambda t, q, qd, tm: u, needs_terms=False, constant=True)
 
-    def feedback(self, t: Array, q: Array, qd: Array) -> tuple[Array, Array, Array]:
+    def feedback(
+        self, t: Array, q: Array, qd: Array, tm: DynamicsTerms | None = None
+    ) -> tuple[Array, Array, Array]:
         """`u(t, q, q̇)` and the law's feedback on the generalized forces,
 
             A ∂u/∂q,   A ∂u/∂q̇   `(n_q, n_q)` each,
@@ -95,12 +97,15 @@ class Dynamics(NamedTuple):
         with the stage's dynamics terms (`M`, the bias, `A`) held at their value: the gains and
         references of the law, not the model's own dependence on the state. The implicit
         schemes' iteration matrix subtracts it (`∂(−A u)/∂x`): without it a stiff feedback
-        law (a PD, a PFBL with large gains) makes Newton converge linearly or not at all."""
+        law (a PD, a PFBL with large gains) makes Newton converge linearly or not at all.
+        `tm`: the terms at `(q, q̇)` when the caller has them already."""
         if self.constant:
             zero = jnp.zeros((self.robot.n_q, self.robot.n_q), q.dtype)
             return self.inputs(t, q, qd), zero, zero
-        tm = terms(self.robot, q, qd, self.loads) if self.needs_terms else None
+        if tm is None and self.needs_terms:
+            tm = terms(self.robot, q, qd, self.loads)
         a = tm.actuation if tm is not None else actuation(self.robot, q)
+        tm = tm if self.needs_terms else None
 
         def law(x: Array, xd: Array) -> Array:
             return self.checked(self.law(t, x, xd, tm), q)

@@ -149,9 +149,6 @@ class Implicit(Integrator):
         state: State,
     ) -> tuple[Array, Array, IterationMatrix]:
         """`(q̈₁, ok, matrix)` of the step, Newton from the last acceleration."""
-        kept = state.matrix
-        if kept is None:
-            kept = IterationMatrix.empty(state.q.shape[0], state.q.dtype)
         return newton(
             dyn,
             t1,
@@ -159,7 +156,7 @@ class Implicit(Integrator):
             h_q,
             h_v,
             state.qdd,
-            kept,
+            state.matrix,
             self.tol,
             self.max_iter,
             self.theta_max,

@@ -116,7 +116,7 @@ def _radau_jacobian(
     n = robot.n_q
     q, qd = y[:n], y[n:]
     tm = terms(robot, q, qd, loads)
-    u, fb_q, fb_qd = dyn.feedback(t, q, qd)
+    u, fb_q, fb_qd = dyn.feedback(t, q, qd, tm)
     qdd = solve_accelerations(robot, tm, u, check=False)
     d = residual_derivatives(robot, q, qd, qdd, loads, u)
     # ∂q̈/∂y = −M⁻¹ ∂r/∂y, r = ν − A u(t, q, q̇) (the law's feedback with the terms held)

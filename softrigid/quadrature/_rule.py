@@ -51,11 +51,11 @@ def _check_finite(name: str, value: Array, positive: bool = False) -> Array:
     """`value`, finite (and positive): checked at build time when concrete, by a run-time check
     when traced (a rule built inside `jit`)."""
     what = "finite and positive" if positive else "finite"
-    if not is_concrete(value):
-        bad = ~jnp.isfinite(value) | (value <= 0) if positive else ~jnp.isfinite(value)
+    traced = not is_concrete(value)
+    xp, arr = (jnp, value) if traced else (np, np.asarray(value))
+    bad = ~xp.isfinite(arr) | (arr <= 0) if positive else ~xp.isfinite(arr)
+    if traced:
         return traced_check(value, bad, f"QuadratureRule: {name} must be {what}")
-    arr = np.asarray(value)
-    bad = ~np.isfinite(arr) | (arr <= 0) if positive else ~np.isfinite(arr)
     if bad.any():
         where = np.argwhere(bad)[:5]
         text = ", ".join(

@@ -6,6 +6,11 @@ vectors (`(n_q,)`, real, finite when concrete, promoted to one floating dtype), 
 argument; then the core runs compiled (`jax.jit`, one compiled program per robot structure and
 option). Under an outer `jit`/`vmap` the checks run at trace time on shapes and dtypes.
 
+An eager call first tries the fast path (`softrigid._fastpath`): the robot flattened once, a
+program cached for it, checks on types and shapes only and the values' finiteness inside that
+program; whatever the fast path does not accept, or any fault it finds, runs the checked path
+here, which raises the error.
+
 The outputs are checked at run time, inside the compiled program (so also under the user's
 `jit`/`vmap`): a non-finite value raises an error naming the algorithm and the first bad
 coordinate (its link, and whether it is a joint or body coordinate). The check is one fused
@@ -26,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from . import _fastpath
 from . import _recursion as rec
 from ._checks import check_state
 from ._loads import check_loads
@@ -236,7 +242,9 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
     Arguments named `q`, `qd`, `qdd`, `nu` are checked as states, `u` as the robot's inputs,
     `loads` as external loads (normalized to a tuple); `static_argnames` are compile-time
     options. The core is compiled once per robot structure and option. Every floating output
-    is checked finite at run time (`check_finite`).
+    is checked finite at run time (`check_finite`). Eager calls take the fast path of
+    `softrigid._fastpath` when it accepts them (algorithms whose parameters are all states,
+    inputs, loads and static options).
     """
 
     def decorate(core: F) -> F:
@@ -248,9 +256,14 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
             return check_finite(name, robot, core(robot, *args, **kwargs))
 
         jitted = jax.jit(checked, static_argnames=static_argnames)
+        fast = _fastpath.Signature.of(core, static_argnames)
 
         @functools.wraps(core)
         def public(*args: Any, **kwargs: Any) -> Any:
+            if fast is not None:
+                out = _fastpath.call(fast, args, kwargs)
+                if out is not _fastpath.SLOW:
+                    return out
             try:
                 bound = signature.bind(*args, **kwargs)
             except TypeError as err:

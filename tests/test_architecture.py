@@ -314,7 +314,7 @@ LAYERS = [
     {"materials", "_body", "_rigid_body", "_soft_body", "joints", "_actuator", "_controller"},
     {"_model", "_charts"},
     {"_recursion"},
-    {"_loads", "_entry", "_chain", "_energy"},
+    {"_loads", "_entry", "_fastpath", "_chain", "_energy"},
     {"_articulated"},
     {"_dynamics", "lagrangian"},
     {"_derivatives"},

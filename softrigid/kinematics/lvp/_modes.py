@@ -11,7 +11,6 @@ import jax.numpy as jnp
 from jax import Array
 
 from ..._checks import as_count
-from ..._math import small_dot
 from ..._module import module, static
 from ...quadrature._gauss import gauss_legendre
 from .._base import trace_user
@@ -43,11 +42,11 @@ class Modes(abc.ABC):
 
     def field(self, z: Array, q: Array) -> Array:
         """The field `m(z) · q` (scalar)."""
-        return small_dot(self(z), q)
+        return self(z) @ q
 
     def field_integral(self, z: Array, q: Array) -> Array:
         """`∫_0^z m(s) ds · q` (scalar)."""
-        return small_dot(self.integral(z), q)
+        return self.integral(z) @ q
 
 
 @module
@@ -93,22 +92,6 @@ class Polynomial(Modes):
         powers = self._powers(s, d + 1)[1:] / jnp.arange(1, d + 1, dtype=s.dtype)
         return self.length * (self.coefficients @ powers)
 
-    def _field_coefficients(self, q: Array) -> Array:
-        # the field's own polynomial: m(z) · q = Σ_k c_k s^k, c = Cᵀ q (per body)
-        return small_dot(self.coefficients.T, q)
-
-    def field(self, z: Array, q: Array) -> Array:
-        """`m(z) · q = Σ_k c_k s^k`, `c = Cᵀ q`, by Horner's rule in `s = z / L`."""
-        c = self._field_coefficients(q)
-        return _horner_in(c, z / self.length)
-
-    def field_integral(self, z: Array, q: Array) -> Array:
-        """`∫_0^z m · q = L s Σ_k c_k s^k / (k + 1)`, by Horner's rule."""
-        c = self._field_coefficients(q)
-        c = c / jnp.arange(1, c.shape[0] + 1, dtype=c.dtype)
-        s = z / self.length
-        return self.length * s * _horner_in(c, s)
-
 
 @module
 class FunctionModes(Modes):
@@ -144,14 +127,6 @@ class FunctionModes(Modes):
 
     def __call__(self, z: Array) -> Array:
         return self.fn(z)
-
-
-def _horner_in(c: Array, s: Array) -> Array:
-    """`Σ_k c_k s^k` for coefficients `c` `(d + 1,)` (elementwise in `s`)."""
-    out = c[-1] * jnp.ones_like(s)
-    for k in range(c.shape[0] - 2, -1, -1):
-        out = out * s + c[k]
-    return out
 
 
 def _as_modes(cls: str, modes: Any) -> Modes:

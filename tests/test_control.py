@@ -271,22 +271,28 @@ def test_feedforward_pd_and_phases_switch_at_the_given_times():
     np.testing.assert_allclose(run(0.999), ff(0.999, q, qd, tm))
 
 
-def test_pfbl_imposes_the_output_acceleration(robot):
-    # a nonlinear output y = (q₀, sin q₀ + q₁²) with A = (∂y/∂q)ᵀ, the second input driven:
-    # the resulting q̈ gives ÿ = J q̈ + J̇ q̇ = v
+@pytest.mark.parametrize("inputs", [[1], None])
+def test_pfbl_imposes_the_output_acceleration(robot, inputs):
+    # a nonlinear output y = (q₀, sin q₀ + q₁²) with A = (∂y/∂q)ᵀ, the second input driven or
+    # both (A upper triangular, not diagonal: J⁺ = Q₁ R⁻ᵀ, not Q₁ R⁻¹): the resulting q̈
+    # gives ÿ = J q̈ + J̇ q̇ = v on the driven outputs
     def output(robot, q):
         return jnp.stack([q[0], jnp.sin(q[0]) + q[1] ** 2])
 
     q, qd = jnp.array([0.4, 0.7]), jnp.array([-0.3, 1.1])
     a = np.array([[1.0, np.cos(0.4)], [0.0, 1.4]])
     tm = fake_terms(2, 2, seed=3, actuation=a)
-    law = control.CollocatedPFBL(robot, 9.0, 4.0, [0.5], output=output, inputs=[1])
+    driven = [0, 1] if inputs is None else inputs
+    target = np.array([0.2, 0.5])[driven]
+    law = control.CollocatedPFBL(robot, 9.0, 4.0, target, output=output, inputs=inputs)
     u = law(0.0, q, qd, tm)
-    assert u[0] == 0.0
+    if inputs is not None:
+        assert u[0] == 0.0
     qdd = np.linalg.solve(tm.mass_matrix, a @ np.asarray(u) - tm.bias)
-    y, yd = float(output(None, q)[1]), float(a[:, 1] @ qd)
-    ydd = a[:, 1] @ qdd + (-np.sin(0.4) * 0.3**2 + 2 * 1.1**2)  # J q̈ + J̇ q̇
-    np.testing.assert_allclose(ydd, 9.0 * (0.5 - y) - 4.0 * yd, rtol=1e-12)
+    y, yd = np.asarray(output(None, q)), a.T @ np.asarray(qd)
+    jdqd = np.array([0.0, -np.sin(0.4) * 0.3**2 + 2 * 1.1**2])
+    ydd = a.T @ qdd + jdqd  # J q̈ + J̇ q̇
+    np.testing.assert_allclose(ydd[driven], 9.0 * (target - y[driven]) - 4.0 * yd[driven])
 
 
 def test_gains_are_traced_no_recompilation_and_vmap():

@@ -136,7 +136,7 @@ class CollocatedPFBL(Controller):
         v = rdd + _apply(self.kd, rd - yd) + _apply(self.kp, r - y)
         # Aᵀ = J:  A = [Q₁ Q₂] [R; 0],  T⁻¹ = [Q₁ R⁻ᵀ, Q₂]
         qmat, rmat = jnp.linalg.qr(a, mode="complete")
-        j_pinv = jax.scipy.linalg.solve_triangular(rmat[:m].T, qmat[:, :m].T, lower=True).T
+        j_pinv = jax.scipy.linalg.solve_triangular(rmat[:m], qmat[:, :m].T).T
         t_inv = jnp.concatenate([j_pinv, qmat[:, m:]], axis=1)
         # M_θ = T⁻ᵀ M T⁻¹,  h_θ = T⁻ᵀ (h − M J⁺ J̇ q̇)
         m_theta = t_inv.T @ mass @ t_inv

@@ -343,6 +343,44 @@ def test_bad_input_raises_errors_naming_the_argument(robot):
         raise_runtime_errors(lambda: jax.jit(law)(0.0, q, q, singular))
 
 
+def conditioned(n, sigma_min, seed=0):
+    """`U diag(1, …, 1, σ_min) Vᵀ` `(n, n)` with random orthogonal `U`, `V`: `κ₂ = 1/σ_min`."""
+    rng = np.random.default_rng(seed)
+    u, v = (np.linalg.qr(rng.standard_normal((n, n)))[0] for _ in range(2))
+    return u @ np.diag([1.0] * (n - 1) + [sigma_min]) @ v.T
+
+
+@pytest.mark.parametrize("which", ["ComputedTorque", "CompensatedPD", "CollocatedPFBL"])
+def test_ill_conditioned_actuation_is_reported_under_jit_and_vmap(robot, which):
+    # every law that inverts A refuses σ_min(A) ≤ 1e-10 σ_max(A), exactly singular or not, in a
+    # vmapped batch too; a fair κ₂ passes and is solved: the same A u = ν (PFBL: the same output
+    # acceleration J q̈ = Aᵀ M⁻¹ (A u − h)) as with A = I (PFBL's M_θ = T⁻ᵀ M T⁻¹ loses κ₂²
+    # of the digits: κ₂ = 1e4 there, 1e8 for the others)
+    laws = {
+        "ComputedTorque": computed_torque(),
+        "CompensatedPD": compensated_pd(robot),
+        "CollocatedPFBL": control.CollocatedPFBL(robot, 1.0, 1.0, [0.0, 0.0]),
+    }
+    law = jax.jit(jax.vmap(laws[which], in_axes=(None, None, None, 0)))
+    q, qd = jnp.array([0.1, 0.2]), jnp.array([0.3, -0.4])
+    tm = fake_terms(2, 2, seed=5)
+    batch = lambda *a: jax.tree_util.tree_map(  # noqa: E731
+        lambda *x: jnp.stack(x), *(tm._replace(actuation=jnp.asarray(ai)) for ai in a)
+    )
+    good, fair = np.eye(2), conditioned(2, 1e-4 if which == "CollocatedPFBL" else 1e-8)
+    u = np.asarray(law(0.0, q, qd, batch(good, fair)))
+    mass, h = np.asarray(tm.mass_matrix), np.asarray(tm.bias)
+
+    def imposed(a, u):
+        return a.T @ np.linalg.solve(mass, a @ u - h) if which == "CollocatedPFBL" else a @ u
+
+    np.testing.assert_allclose(imposed(fair, u[1]), imposed(good, u[0]), rtol=1e-6)
+    matrix = "A = \\(∂y/∂q\\)ᵀ" if which == "CollocatedPFBL" else "A"
+    for bad in (conditioned(2, 1e-11), np.diag([1.0, 0.0])):
+        with pytest.raises(ValueError, match=f"{which}: the actuation matrix {matrix} is singular"):
+            raise_runtime_errors(lambda bad=bad: law(0.0, q, qd, batch(good, bad)))
+
+
 def test_computed_torque_through_simulate():
     # a rigid pendulum without actuators (u = ν); the controller is a traced pytree argument
     bob = sr.RigidBody(1.0, (0.0, 0.0, 0.25), 0.01 * np.eye(3))

@@ -19,13 +19,17 @@ tight-tolerance Radau reference on the common grid. Robots:
   coordinates) on the compressed rule `quadrature.compress(from_mesh(..., degree=4), 6)`, with
   generalized-α at `--helicoid-dt` (≥ 5 ms) over `--t-final` (target: 6 s in ≤ 60 s wall);
 - `closed_loop`: one run of the swinging arm with `control.ComputedTorque` against the same run
-  without a controller, same method and step (ratio of per-step cost; target ≤ 1.2×).
+  without a controller, same method and step, the two timed in alternation (ratio of per-step
+  cost, by the wall clock and by the process's CPU time; target ≤ 1.2×): RK4 at 4 ms, and
+  generalized-α at `--closed-loop-alpha-dt` (2 ms: at 10 and 20 ms its Newton iteration does
+  not converge under computed torque, with the kept or the full matrix).
 
 A scheme instance is created once per configuration and reused: `simulate` keys its compiled
 program on the instance. Time on one core (`taskset -c 1`); the machine may be shared, so the
-minimum over repeats is the figure and the median shows the spread. When `soromox` is
-importable its planar PCS rollout would be the same-run reference; otherwise a line says it
-was skipped. One JSON object per line.
+minimum over repeats is the figure, the median shows the spread, and each line also gives the
+process's CPU time (`cpu_min_s`), which leaves out the time other processes hold the core.
+When `soromox` is importable its planar PCS rollout would be the same-run reference; otherwise
+a line says it was skipped. One JSON object per line.
 
 Run: taskset -c 1 python benchmarks/simulate.py [--t-final 0.05] [--only swinging_arm ...]
 """
@@ -109,23 +113,35 @@ def helicoid_robot(degree: int) -> tuple[sr.Robot, jax.Array, dict[str, Any]]:
     return robot, jnp.zeros(robot.n_q), build
 
 
-def timed_runs(run: Callable[[], sr.Trajectory], repeats: int) -> dict[str, Any]:
-    """First call (trace + compile + run) and the steady-state wall time of `repeats` calls."""
-    start = time.perf_counter()
-    traj = jax.block_until_ready(run())
-    first = time.perf_counter() - start
-    samples = []
-    for _ in range(repeats):
+def timed_runs(runs: dict[str, Callable[[], sr.Trajectory]], repeats: int) -> dict[str, Any]:
+    """Per run: the first call (trace + compile + run), then `repeats` rounds that call every
+    run once in turn (runs compared with each other see the same load), timed by the wall clock
+    and by the process's CPU time (which leaves out the time other processes hold the core)."""
+    first, trajs = {}, {}
+    for key, run in runs.items():
         start = time.perf_counter()
-        jax.block_until_ready(run())
-        samples.append(time.perf_counter() - start)
+        trajs[key] = jax.block_until_ready(run())
+        first[key] = time.perf_counter() - start
+    wall: dict[str, list[float]] = {key: [] for key in runs}
+    cpu: dict[str, list[float]] = {key: [] for key in runs}
+    for _ in range(repeats):
+        for key, run in runs.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            jax.block_until_ready(run())
+            wall[key].append(time.perf_counter() - start)
+            cpu[key].append(time.process_time() - start_cpu)
     return {
-        "traj": traj,
-        "first_call_s": first,
-        "min_s": min(samples),
-        "median_s": statistics.median(samples),
-        "max_s": max(samples),
-        "repeats": repeats,
+        key: {
+            "traj": trajs[key],
+            "first_call_s": first[key],
+            "min_s": min(wall[key]),
+            "median_s": statistics.median(wall[key]),
+            "max_s": max(wall[key]),
+            "cpu_min_s": min(cpu[key]),
+            "cpu_median_s": statistics.median(cpu[key]),
+            "repeats": repeats,
+        }
+        for key in runs
     }
 
 
@@ -143,6 +159,59 @@ def deviation(traj: sr.Trajectory, ref: np.ndarray, ref_dt: float, dt: float) ->
     return float(np.max(np.abs(np.asarray(traj.q[:n]) - ref[: n * stride : stride])))
 
 
+def measure_loops(
+    name: str,
+    robot: sr.Robot,
+    q0: jax.Array,
+    t_final: float,
+    method: Any,
+    dt: float,
+    repeats: int,
+    loops: dict[str, Any],
+    ref: tuple[np.ndarray, float] | None = None,
+    **extra: Any,
+) -> dict[str, dict[str, Any]] | None:
+    """Time one configuration under each of the controllers `loops` (a label: `None` or a
+    controller) in alternation and emit one line per controller; `None` (with a line) when a
+    run fails."""
+    qd0 = jnp.zeros(robot.n_q)
+    params = {"robot": name, "method": method.name, "dt": dt, "t_final": t_final, **extra}
+    if isinstance(method, GeneralizedAlpha):
+        params["rho_inf"] = method.rho_inf
+    if getattr(method, "implicit", False):
+        params["newton"] = method.newton
+
+    def runner(controller: Any) -> Callable[[], sr.Trajectory]:
+        return lambda: sr.simulate(
+            robot, q0, qd0, t_final, dt, controller=controller, method=method
+        )
+
+    try:
+        timings = timed_runs({label: runner(c) for label, c in loops.items()}, repeats)
+    except ValueError as err:  # a diverged run or a Newton step that did not converge
+        emit("simulate.failed", **params, loops=list(loops), error=str(err).splitlines()[0][:200])
+        return None
+    records = {}
+    for label, timing in timings.items():
+        traj = timing.pop("traj")
+        errors = {} if ref is None else {"max_abs_error_q": deviation(traj, *ref, dt)}
+        steps = len(traj.t) - 1
+        records[label] = emit(
+            "simulate.run",
+            **params,
+            loop=label,
+            **errors,
+            n_q=robot.n_q,
+            steps=steps,
+            **timing,
+            per_step_us=1e6 * timing["min_s"] / steps,
+            real_time_factor=float(traj.t[-1]) / timing["min_s"],
+            **machine(),
+            affinity=sorted(os.sched_getaffinity(0)),
+        )
+    return records
+
+
 def measure(
     name: str,
     robot: sr.Robot,
@@ -152,41 +221,13 @@ def measure(
     dt: float,
     repeats: int,
     ref: tuple[np.ndarray, float] | None = None,
-    controller: Any = None,
     **extra: Any,
 ) -> dict[str, Any] | None:
-    """Time one configuration and emit its line; `None` (with a line) when the run fails."""
-    qd0 = jnp.zeros(robot.n_q)
-    params = {"robot": name, "method": method.name, "dt": dt, "t_final": t_final, **extra}
-    if isinstance(method, GeneralizedAlpha):
-        params["rho_inf"] = method.rho_inf
-    if getattr(method, "implicit", False):
-        params["newton"] = method.newton
-
-    def run() -> sr.Trajectory:
-        return sr.simulate(robot, q0, qd0, t_final, dt, controller=controller, method=method)
-
-    try:
-        timing = timed_runs(run, repeats)
-    except ValueError as err:  # a diverged run or a Newton step that did not converge
-        emit("simulate.failed", **params, error=str(err).splitlines()[0][:200])
-        return None
-    traj = timing.pop("traj")
-    if ref is not None:
-        params["max_abs_error_q"] = deviation(traj, *ref, dt)
-    steps = len(traj.t) - 1
-    record = emit(
-        "simulate.run",
-        **params,
-        n_q=robot.n_q,
-        steps=steps,
-        **timing,
-        per_step_us=1e6 * timing["min_s"] / steps,
-        real_time_factor=float(traj.t[-1]) / timing["min_s"],
-        **machine(),
-        affinity=sorted(os.sched_getaffinity(0)),
+    """`measure_loops` of the open loop alone: its record."""
+    records = measure_loops(
+        name, robot, q0, t_final, method, dt, repeats, {"open": None}, ref, **extra
     )
-    return record
+    return None if records is None else records["open"]
 
 
 def bench_swinging_arm(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -226,21 +267,26 @@ def bench_swinging_arm(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 def bench_closed_loop(args: argparse.Namespace) -> None:
     """Computed torque (all four coordinates, `A = I`) against no controller: same method, step
-    and horizon; the ratio of the steady-state times is the cost of closing the loop."""
+    and horizon, timed in alternation; the ratio of the minima (wall clock, and the process's
+    CPU time, steadier on a shared core) is the cost of closing the loop."""
     robot, q0 = swinging_arm()
     target = control.CubicRestToRest(q0, jnp.array([0.5, 0.0, 0.0, 0.0]), 0.0, 1.0)
-    law = control.ComputedTorque(25.0, 10.0, target)
-    for scheme, dt in ((RK4(), 4e-3), (GeneralizedAlpha(rho_inf=0.5), 2e-2)):
-        kw = {"t_final": args.arm_t_final, "method": scheme, "dt": dt, "repeats": args.repeats}
-        open_loop = measure("swinging_arm", robot, q0, loop="open", **kw)
-        closed = measure("swinging_arm", robot, q0, controller=law, loop="computed_torque", **kw)
-        if open_loop is not None and closed is not None:
+    loops = {"open": None, "computed_torque": control.ComputedTorque(25.0, 10.0, target)}
+    for scheme, dt in ((RK4(), 4e-3), (GeneralizedAlpha(rho_inf=0.5), args.closed_loop_alpha_dt)):
+        records = measure_loops(
+            "swinging_arm", robot, q0, args.arm_t_final, scheme, dt, args.repeats, loops
+        )
+        if records is not None:
+            open_loop, closed = records["open"], records["computed_torque"]
             emit(
                 "simulate.closed_loop_ratio",
                 method=scheme.name,
                 dt=dt,
                 ratio=closed["min_s"] / open_loop["min_s"],
+                ratio_cpu=closed["cpu_min_s"] / open_loop["cpu_min_s"],
+                ratio_median=closed["median_s"] / open_loop["median_s"],
                 target=1.2,
+                load=os.getloadavg(),
             )
 
 
@@ -306,6 +352,12 @@ def main() -> None:
     parser.add_argument("--t-final", type=float, default=0.05, help="cosserat10 and helicoid [s]")
     parser.add_argument("--arm-t-final", type=float, default=1.0, help="swinging arm [s]")
     parser.add_argument("--helicoid-dt", type=float, default=5e-3)
+    parser.add_argument(
+        "--closed-loop-alpha-dt",
+        type=float,
+        default=2e-3,
+        help="generalized-α's step in closed_loop (at 10 ms its Newton does not converge)",
+    )
     parser.add_argument("--degree", type=int, default=6, help="helicoid rule's moment degree")
     parser.add_argument("--tol", type=float, default=1e-3, help="max |q − q_ref| accepted")
     parser.add_argument("--repeats", type=int, default=3)

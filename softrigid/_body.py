@@ -33,6 +33,7 @@ from __future__ import annotations
 import abc
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 from jax import Array
 
@@ -127,6 +128,10 @@ class Body(abc.ABC):
         """Rayleigh function `R(q_B, q̇_B) ≥ 0` (scalar); zero for a body without material."""
         del qd
         return jnp.zeros((), q.dtype)
+
+    def internal_force(self, q: Array, qd: Array) -> Array:
+        """`s_B = ∂U/∂q_B + ∂R/∂q̇_B` `(n_q,)` (default: reverse mode of the two functions)."""
+        return jax.grad(self.elastic_energy)(q) + jax.grad(self.dissipation, argnums=1)(q, qd)
 
 
 def _inertia(m: MassMoments) -> Array:

@@ -63,19 +63,26 @@ class Dynamics(NamedTuple):
         tm = terms(self.robot, q, qd, self.loads) if self.needs_terms else None
         return self.checked(self.law(t, q, qd, tm), q)
 
-    def accel(self, t: Array, q: Array, qd: Array) -> Array:
-        """`q̈ = M⁻¹ (A u − bias)`, or the Udwadia–Kalaba accelerations under `constraints`,
-        the terms evaluated once and shared with the controller (a singular `M` gives NaN,
-        reported by the driver as a divergence)."""
+    def evaluate(self, t: Array, q: Array, qd: Array) -> tuple[Array, Array]:
+        """`(q̈, u)`: the inputs `u(t, q, q̇)` and `q̈ = M⁻¹ (A u − bias)`, or the
+        Udwadia–Kalaba accelerations under `constraints`, the terms evaluated once and shared
+        with the controller (a singular `M` gives NaN, reported by the driver as a
+        divergence)."""
         if self.solver == "articulated" and not (self.needs_terms or self.constraints):
             u = self.checked(self.law(t, q, qd, None), q)
             nu = actuation(self.robot, q) @ u
-            return articulated_accelerations(self.robot, q, qd, nu, self.loads, check=False)
+            qdd = articulated_accelerations(self.robot, q, qd, nu, self.loads, check=False)
+            return qdd, u
         tm = terms(self.robot, q, qd, self.loads)
         u = self.checked(self.law(t, q, qd, tm), q)
         if self.constraints:
-            return constrained_accelerations(self.robot, tm, u, self.constraints, t, q, qd).qdd
-        return solve_accelerations(self.robot, tm, u, check=False)
+            parts = constrained_accelerations(self.robot, tm, u, self.constraints, t, q, qd)
+            return parts.qdd, u
+        return solve_accelerations(self.robot, tm, u, check=False), u
+
+    def accel(self, t: Array, q: Array, qd: Array) -> Array:
+        """`q̈(t, q, q̇)` of `evaluate`."""
+        return self.evaluate(t, q, qd)[0]
 
     def residual(self, t: Array, q: Array, qd: Array, qdd: Array) -> Array:
         """`ν = M q̈ + bias − A u` at `(t, q, q̇, q̈)`."""

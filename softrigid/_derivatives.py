@@ -35,7 +35,7 @@ from . import _recursion as rec
 from ._ad import value_and_jacfwd
 from ._body import MassMoments, VelocityMoments
 from ._dynamics import _mass, actuation
-from ._energy import link_dissipation, link_energy
+from ._energy import link_internal_force
 from ._entry import algorithm
 from ._loads import external_loads
 from ._model import Link, Robot
@@ -73,10 +73,7 @@ class _Rates(NamedTuple):
 
 def _rates(link: Link, q: Array, qd: Array, rot: Array, data: Any) -> _Rates:
     a_bias, dw_bias, body = rec.link_bias(link, q, qd, rot, data)
-    # s_i = ∂U_i/∂q_i + ∂R_i/∂q̇_i
-    internal = jax.grad(link_energy, argnums=1)(link, q)
-    internal = internal + jax.grad(link_dissipation, argnums=2)(link, q, qd)
-    return _Rates(a_bias, dw_bias, body, internal)
+    return _Rates(a_bias, dw_bias, body, link_internal_force(link, q, qd))
 
 
 def _link_terms(link: Link, q: Array, qd: Array) -> tuple:

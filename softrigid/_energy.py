@@ -31,6 +31,7 @@ __all__ = [
     "kinetic_energy",
     "link_dissipation",
     "link_energy",
+    "link_internal_force",
     "potential_energy",
     "stiffness_matrix",
     "total_dissipation",
@@ -46,6 +47,14 @@ def link_energy(link: Link, q: Array) -> Array:
 def link_dissipation(link: Link, q: Array, qd: Array) -> Array:
     nj = link.joint.n_q
     return link.joint.dissipation(qd[:nj]) + link.body.dissipation(q[nj:], qd[nj:])
+
+
+def link_internal_force(link: Link, q: Array, qd: Array) -> Array:
+    """`s_i = ∂U_i/∂q_i + ∂R_i/∂q̇_i` `(n_i,)`: the joint's spring and damper, then the body's
+    material (`Body.internal_force`)."""
+    nj = link.joint.n_q
+    joint = jax.grad(link.joint.energy)(q[:nj]) + jax.grad(link.joint.dissipation)(qd[:nj])
+    return jnp.concatenate([joint, link.body.internal_force(q[nj:], qd[nj:])])
 
 
 def _sum(parts: list[Array], dtype: jnp.dtype) -> Array:
@@ -69,9 +78,9 @@ def gravity_energy(robot: Robot, q: Array) -> Array:
 
 
 def internal_forces(robot: Robot, q: Array, qd: Array) -> Array:
-    """`s = ∂U/∂q + ∂R/∂q̇` (unchecked core)."""
-    elastic = jax.grad(total_elastic_energy, argnums=1)(robot, q)
-    return elastic + jax.grad(total_dissipation, argnums=2)(robot, q, qd)
+    """`s = ∂U/∂q + ∂R/∂q̇` (unchecked core), link by link (`link_internal_force`)."""
+    parts = rec.map_groups(robot, link_internal_force, rec.coords(q), rec.coords(qd))
+    return jnp.concatenate([p.reshape(-1) for p in parts])
 
 
 @algorithm()

@@ -1,8 +1,11 @@
 """Fixed-step integration schemes for `M(q) q̈ + bias(q, q̇) = A(q) u` (`bias = c + g + s − Q_ext`).
 
-Each scheme is a small immutable class with `init` and `step(dyn, t, state, h) -> (state, ok)`
-(as Diffrax solvers): `ok` is `False` when the step's Newton iteration did not converge; the
-driver (`softrigid._simulate`) reports it, never a silently wrong state.
+Each scheme is a small immutable class with `init` and `step(dyn, t, state, h) -> (state, ok,
+u)` (as Diffrax solvers): `ok` is `False` when the step's Newton iteration did not converge; the
+driver (`softrigid._simulate`) reports it, never a silently wrong state. `u` are the inputs
+`u(t, q, q̇)` at the step's start, which the driver records: the explicit schemes' first stage
+evaluates them anyway; the implicit schemes, whose equations sit at the step's end, evaluate
+them once more.
 
 * `RK4`: classical 4th-order Runge–Kutta on `(q, q̇)`.
 * `SemiImplicitEuler`: `q̇₁ = q̇₀ + h q̈(q₀, q̇₀)`, `q₁ = q₀ + h q̇₁` (symplectic, 1st order).
@@ -58,7 +61,7 @@ class State(NamedTuple):
 
 class Integrator(abc.ABC):
     """A fixed-step scheme: `init(dyn, t0, q0, q̇0) -> State`, `step(dyn, t, state, h) ->
-    (State, ok)`."""
+    (State, ok, u)`."""
 
     name: ClassVar[str]
     implicit: ClassVar[bool] = False
@@ -71,8 +74,9 @@ class Integrator(abc.ABC):
         return State(q0, qd0, qdd, qdd)
 
     @abc.abstractmethod
-    def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array]:
-        """One step from `t` to `t + h`; `ok` is `False` if it failed."""
+    def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array, Array]:
+        """One step from `t` to `t + h`; `ok` is `False` if it failed; `u = u(t, q, q̇)` the
+        inputs at the step's start."""
 
 
 @module
@@ -83,25 +87,27 @@ class RK4(Integrator):
         y₁ = y + h Σ_i b_i k_i,                  b = (1, 2, 2, 1)/6.
 
     Each stage reads only the previous one, so the four stages are one loop body
-    (`lax.scan`): the dynamics compile once per step instead of four times."""
+    (`lax.scan`): the dynamics compile once per step instead of four times. The first stage's
+    inputs are `u(t, q, q̇)`."""
 
     name: ClassVar[str] = "rk4"
 
-    def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array]:
+    def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array, Array]:
         q, qd = state.q, state.qd
 
-        def stage(carry: tuple[Array, ...], cb: Array) -> tuple[tuple[Array, ...], None]:
+        def stage(carry: tuple[Array, ...], cb: Array) -> tuple[tuple[Array, ...], Array]:
             kq, kv, sq, sv = carry
             c, b = cb[0], cb[1]
             # k_i = f(t + c_i h, y + c_i h k_{i−1});  Σ b_i k_i
             x, xd = q + c * h * kq, qd + c * h * kv
-            kq, kv = xd, dyn.accel(t + c * h, x, xd)
-            return (kq, kv, sq + b * kq, sv + b * kv), None
+            kv, u = dyn.evaluate(t + c * h, x, xd)
+            kq = xd
+            return (kq, kv, sq + b * kq, sv + b * kv), u
 
         tableau = jnp.array([[0.0, 1 / 6], [0.5, 1 / 3], [0.5, 1 / 3], [1.0, 1 / 6]], q.dtype)
         zero = jnp.zeros_like(q)
-        (_, _, sq, sv), _ = jax.lax.scan(stage, (zero, zero, zero, zero), tableau)
-        return state._replace(q=q + h * sq, qd=qd + h * sv), jnp.asarray(True)
+        (_, _, sq, sv), u = jax.lax.scan(stage, (zero, zero, zero, zero), tableau)
+        return state._replace(q=q + h * sq, qd=qd + h * sv), jnp.asarray(True), u[0]
 
 
 @module
@@ -110,9 +116,10 @@ class SemiImplicitEuler(Integrator):
 
     name: ClassVar[str] = "semi_implicit_euler"
 
-    def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array]:
-        qd1 = state.qd + h * dyn.accel(t, state.q, state.qd)
-        return state._replace(q=state.q + h * qd1, qd=qd1), jnp.asarray(True)
+    def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array, Array]:
+        qdd, u = dyn.evaluate(t, state.q, state.qd)
+        qd1 = state.qd + h * qdd
+        return state._replace(q=state.q + h * qd1, qd=qd1), jnp.asarray(True), u
 
 
 class Implicit(Integrator):
@@ -183,14 +190,14 @@ class ImplicitEuler(Implicit):
     def __post_init__(self) -> None:
         self.check_options()
 
-    def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array]:
+    def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array, Array]:
         def kin(x: Array) -> tuple[Array, Array]:
             qd1 = state.qd + h * x
             return state.q + h * qd1, qd1
 
         x, ok, matrix = self.solve(dyn, t + h, kin, h * h, h, state)
         q1, qd1 = kin(x)
-        return State(q1, qd1, x, x, matrix), ok
+        return State(q1, qd1, x, x, matrix), ok, dyn.inputs(t, state.q, state.qd)
 
 
 @module
@@ -224,7 +231,7 @@ class GeneralizedAlpha(Implicit):
         if not (isinstance(self.rho_inf, (int, float)) and 0.0 <= self.rho_inf <= 1.0):
             raise ValueError(f"GeneralizedAlpha: rho_inf must be in [0, 1], got {self.rho_inf!r}")
 
-    def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array]:
+    def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array, Array]:
         rho = float(self.rho_inf)
         am, af = (2 * rho - 1) / (rho + 1), rho / (rho + 1)
         gamma, beta = 0.5 - am + af, 0.25 * (1 - am + af) ** 2
@@ -242,4 +249,4 @@ class GeneralizedAlpha(Implicit):
 
         x, ok, matrix = self.solve(dyn, t + h, kin, h * h * beta * c, h * gamma * c, state)
         q1, qd1 = kin(x)
-        return State(q1, qd1, x, alpha_acc(x), matrix), ok
+        return State(q1, qd1, x, alpha_acc(x), matrix), ok, dyn.inputs(t, q0, qd0)

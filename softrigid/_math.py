@@ -27,6 +27,7 @@ __all__ = [
     "rotation_exp",
     "sinc",
     "skew",
+    "small_dot",
     "vee",
 ]
 
@@ -40,6 +41,17 @@ def _horner(coeffs: tuple[float, ...], t: Array) -> Array:
     out = jnp.full_like(t, coeffs[-1])
     for c in coeffs[-2::-1]:
         out = out * t + c
+    return out
+
+
+def small_dot(a: Array, b: Array) -> Array:
+    """`Σ_i a_i b_i` over the last axis of length `n`, unrolled into `n` products: elementwise
+    work that XLA fuses with its neighbours, where `a @ b` of a short vector is a kernel of its
+    own (per point and per tangent once vectorized)."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    out = a[..., 0] * b[..., 0]
+    for i in range(1, a.shape[-1]):
+        out = out + a[..., i] * b[..., i]
     return out
 
 

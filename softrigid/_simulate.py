@@ -149,23 +149,22 @@ def _run(
                 k % period == 0, lambda: dyn.inputs(t, state.q, state.qd), lambda: u_held
             )
             stage = dyn.hold(u_held)
-        new, ok = scheme.step(stage, t, state, dt)
+        new, ok, u = scheme.step(stage, t, state, dt)
         if charts:
             new = _rechart(robot, new, scheme.implicit)
-        return (new, u_held), (new.q, new.qd, ok, u_held)
+        return (new, u_held), (new.q, new.qd, ok, u)
 
     state0 = scheme.init(dyn, jnp.zeros((), q0.dtype), q0, qd0)
     u0 = jnp.zeros(robot.n_u, q0.dtype)
     steps = jnp.arange(n_steps)
-    (_, u_last), (qs, qds, ok, held) = jax.lax.scan(body, (state0, u0), steps)
+    (_, u_last), (qs, qds, ok, us) = jax.lax.scan(body, (state0, u0), steps)
     t = dt * jnp.arange(n_steps + 1, dtype=q0.dtype)
     q = jnp.concatenate([q0[None], qs])
     qd = jnp.concatenate([qd0[None], qds])
-    if period is None:
-        u = jax.vmap(dyn.inputs)(t, q, qd)
-    else:
-        last = dyn.inputs(t[-1], q[-1], qd[-1]) if n_steps % period == 0 else u_last
-        u = jnp.concatenate([held, last[None]])
+    # the steps gave u at their start; the last time's: a new sample, or the one held
+    sampled = period is None or n_steps % period == 0
+    last = dyn.inputs(t[-1], q[-1], qd[-1]) if sampled else u_last
+    u = jnp.concatenate([us, last[None]])
     if progress:
         jax.debug.callback(_Progress.report, n_steps, n_steps, dt, qs[-1])
     if check:

@@ -182,8 +182,10 @@ class SoftBody(Body):
         """Pose `(R_B, t_B)` of the distal frame in the proximal frame (eqs. 5–7)."""
         if self.kinematics.exact_distal:
             return self.kinematics.distal_pose(q)
-        images = self.kinematics.map_points(self.frame_points, q)
-        # R_B = N(q) N(0)ᵀ, t_B = f(x_J, q)
+        return self._pose_from(self.kinematics.map_points(self.frame_points, q))
+
+    def _pose_from(self, images: Array) -> tuple[Array, Array]:
+        # R_B = N(q) N(0)ᵀ, t_B = f(x_J, q), from the images of (x_J, x_a, x_b)
         return _frame_axes(images) @ self.frame_axes.T, images[0]
 
     def map_points(self, q: Array, points: Array) -> Array:
@@ -191,9 +193,18 @@ class SoftBody(Body):
         return self.kinematics.map_points(points, q)
 
     def _nodes(self, q: Array) -> Array:
-        """The quadrature nodes in `S_i` (one backbone evaluation per axial row)."""
-        rot, trans = self.distal_pose(q)
-        pts = self.kinematics.map_points(self.volume.points, q, self.volume.n_axial)
+        """The quadrature nodes in `S_i` (one backbone evaluation per axial row). Without rows
+        the frame points are mapped in the same call as the nodes, so a map's per-body work
+        (a `Composite`'s `prepare`) is done once."""
+        n_axial = self.volume.n_axial
+        if self.kinematics.exact_distal or n_axial is not None:
+            rot, trans = self.distal_pose(q)
+            pts = self.kinematics.map_points(self.volume.points, q, n_axial)
+        else:
+            k = self.volume.points.shape[0]
+            both = jnp.concatenate([self.volume.points, self.frame_points.astype(q.dtype)])
+            images = self.kinematics.map_points(both, q)
+            pts, (rot, trans) = images[:k], self._pose_from(images[k:])
         return rmatvec(rot, pts - trans)
 
     def _section(self) -> tuple[Array, Array, Array, Array]:
@@ -305,6 +316,12 @@ class SoftBody(Body):
         if self.material is None:
             return super().dissipation(q, qd)
         return self.material.dissipation(self, q, qd)
+
+    def internal_force(self, q: Array, qd: Array) -> Array:
+        """`s_B = ∂U/∂q_B + ∂R/∂q̇_B` of the body's material (zero without one)."""
+        if self.material is None:
+            return jnp.zeros_like(q)
+        return self.material.internal_force(self, q, qd)
 
 
 def _check_length(kin: Kinematics, volume: QuadratureRule) -> None:

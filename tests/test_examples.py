@@ -3,24 +3,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scripts import load_example
 
 import softrigid as sr
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-def load_example(name: str):
-    """Import `examples/<name>.py` as a module."""
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

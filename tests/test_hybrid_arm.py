@@ -11,29 +11,20 @@ soft arm's PD reduces its error, and the outputs are written."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from scripts import load_example
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hybrid_arm.py"
 SCHEDULE = (0.2, 0.3)
 T_FINAL, DT = 0.4, 5e-3
 SCALE = 0.2  # of the seed's UR motion, which phase i spreads over 3 s
 
 
-def _load_example():
-    spec = importlib.util.spec_from_file_location("example_hybrid_arm", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def example():
-    return _load_example()
+    return load_example("hybrid_arm")
 
 
 def _dh(theta: np.ndarray, table) -> list[np.ndarray]:

@@ -260,7 +260,7 @@ def _newton_run(robot, scheme, steps, h):
         state = scheme.init(dyn, jnp.zeros(()), q0, jnp.zeros_like(q0))
 
         def body(state, k):
-            state, ok = scheme.step(dyn, k * h, state, jnp.asarray(h))
+            state, ok, _ = scheme.step(dyn, k * h, state, jnp.asarray(h))
             return state, ok
 
         state, ok = jax.lax.scan(body, state, jnp.arange(steps))
@@ -292,6 +292,9 @@ def test_iteration_matrix_carries_the_controller_feedback(double):
     traj = sr.simulate(double, Q0, Z, 0.05, 0.01, controller=pd, method=ALPHA)
     fine = sr.simulate(double, Q0, Z, 0.05, 0.001, controller=pd, method=CLASSICAL)
     np.testing.assert_allclose(traj.q[-1], fine.q[-1], atol=5e-3)
+    # the recorded inputs are the law at every recorded state (the steps' own evaluations)
+    for run in (traj, fine):
+        np.testing.assert_allclose(run.u, -100.0 * run.q - 10.0 * run.qd, rtol=1e-13, atol=1e-13)
 
 
 def test_newton_options_are_checked():

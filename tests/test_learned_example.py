@@ -2,23 +2,16 @@
 lowers its loss, and the gradient of a loss on the inverse dynamics with respect to the
 network's weights is finite, nonzero and equal to a central difference."""
 
-import importlib.util
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "learned_kinematics.py"
+from scripts import load_example
 
 
 @pytest.fixture(scope="module")
 def ex():
-    spec = importlib.util.spec_from_file_location("example_learned_kinematics", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("learned_kinematics")
 
 
 def test_mlp_body_is_identity_at_rest(ex):

@@ -304,19 +304,22 @@ def svk_density(F):
     return jnp.sum(e * e) + jnp.trace(e) ** 2
 
 
-@pytest.mark.parametrize(
-    "make",
-    [
-        lambda: soft(lvp3, IncompressibleNeoHookean(1.3, eta=0.2), n_q=3),
-        lambda: soft(general, CompressibleNeoHookean(2.0, 3.0, eta=0.2), n_q=3),
-        lambda: soft(general, SaintVenantKirchhoff(1.0, 2.0, eta=0.2), n_q=3),
-        lambda: soft(general, StrainEnergy(svk_density, 0.2), n_q=3),
-        lambda: soft(
-            kinematics.PlanarConstantCurvature(LENGTH), CosseratRod(5, 2, eta=0.2, strain=cc_strain)
-        ),
-    ],
-    ids=["incompressible", "neo-hookean", "svk", "user-W", "rod"],
-)
+# damped bodies of every solid law (η = 0.2)
+SOLIDS = {
+    "incompressible": lambda: soft(lvp3, IncompressibleNeoHookean(1.3, eta=0.2), n_q=3),
+    "neo-hookean": lambda: soft(general, CompressibleNeoHookean(2.0, 3.0, eta=0.2), n_q=3),
+    "svk": lambda: soft(general, SaintVenantKirchhoff(1.0, 2.0, eta=0.2), n_q=3),
+    "user-W": lambda: soft(general, StrainEnergy(svk_density, 0.2), n_q=3),
+}
+DAMPED = {
+    **SOLIDS,
+    "rod": lambda: soft(
+        kinematics.PlanarConstantCurvature(LENGTH), CosseratRod(5, 2, eta=0.2, strain=cc_strain)
+    ),
+}
+
+
+@pytest.mark.parametrize("make", DAMPED.values(), ids=DAMPED.keys())
 def test_kelvin_voigt_is_stiffness_proportional_at_rest(make):
     # ∂²R/∂q̇² = η ∂²U/∂q² at q = 0: ℂ₀ is the law's own small-strain elasticity
     body = make()
@@ -324,6 +327,34 @@ def test_kelvin_voigt_is_stiffness_proportional_at_rest(make):
     k = np.asarray(body_stiffness(body, q0))
     assert np.all(np.linalg.eigvalsh(k) > 0)
     np.testing.assert_allclose(body_damping_matrix(body, q0), 0.2 * k, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("make", SOLIDS.values(), ids=SOLIDS.keys())
+def test_solid_internal_force_is_the_gradient_of_energy_and_dissipation(make):
+    """A solid's `internal_force` (one linearization of F(q), pulled back once) equals reverse
+    mode of `U` and `R` (the `Material` default), and so do its derivatives in q and q̇ (what
+    `inverse_dynamics_derivatives` takes of it; checked on one law)."""
+    body = make()
+    mat = body.material
+    rng = np.random.default_rng(11)
+    q, qd = (jnp.asarray(0.2 * rng.normal(size=body.n_q)) for _ in range(2))
+
+    def shared(x, xd):
+        return mat.internal_force(body, x, xd)
+
+    def reverse(x, xd):
+        return jax.grad(mat.energy, argnums=1)(body, x) + jax.grad(mat.dissipation, argnums=2)(
+            body, x, xd
+        )
+
+    s = jax.jit(shared)(q, qd)
+    np.testing.assert_allclose(s, reverse(q, qd), rtol=1e-12, atol=1e-13 * np.abs(s).max())
+    if not isinstance(mat, SaintVenantKirchhoff):
+        return  # the derivatives go through the same code for every solid: one law suffices
+    d_shared = jax.jit(jax.jacfwd(shared, argnums=(0, 1)))(q, qd)
+    d_reverse = jax.jacfwd(reverse, argnums=(0, 1))(q, qd)
+    for a, b in zip(d_shared, d_reverse):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12 * np.abs(b).max())
 
 
 def rotation(angle, axis):

@@ -7,7 +7,6 @@ the cylinder itself, with the inscribed-polygon error bound
 `ε(m) = 1 − sin(2π/m)/(2π/m) ≈ (2π/m)²/6` (volume) and `≈ 2 ε(m)` (second moments).
 """
 
-import importlib.util
 import itertools
 import re
 import warnings
@@ -18,6 +17,7 @@ import jax
 import meshio
 import numpy as np
 import pytest
+from scripts import load_script
 
 import softrigid as sr
 from softrigid import joints, meshing
@@ -509,15 +509,8 @@ def test_committed_mesh_reads_into_a_rule(path):
     assert mesh.points[:, 2].min() == 0.0  # the material convention: x3 ∈ [0, L]
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("generate", MESHES / "generate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_committed_meshes_match_their_generator_and_documentation():
-    gen = _generator()
+    gen = load_script("meshes/generate.py", "generate")
     for name, mesh in (("helicoid", gen.helicoid()), ("gripper", gen.gripper())):
         stored = meshio.read(MESHES / f"{name}.vtu")
         np.testing.assert_array_equal(stored.points, mesh.points)

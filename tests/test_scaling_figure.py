@@ -4,22 +4,17 @@ a limit every build exceeds."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from scripts import load_example
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "scaling_figure.py"
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
 def example():
-    spec = importlib.util.spec_from_file_location("example_scaling_figure", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("scaling_figure")
 
 
 @pytest.fixture(scope="module")

@@ -4,26 +4,16 @@ step), the arm converges to its target while the base drives off, and the figure
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from scripts import load_example
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mobile_manipulator.py"
 T_FINAL = 1.0
-
-
-def _load_example():
-    spec = importlib.util.spec_from_file_location("example_mobile_manipulator", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def example():
-    return _load_example()
+    return load_example("mobile_manipulator")
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,6 @@ arm (seed 004, Table 1) against a closed form derived here and the Euler–Lagra
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -14,25 +12,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.integrate import cumulative_simpson
+from scripts import load_example
 
 import softrigid as sr
 from softrigid import joints, lagrangian
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 HORIZON = 0.5  # [s] of RK4 at the example's 1 ms step
 # Measured over HORIZON (RK4, 1 ms): centre of mass 5e-13 m, energy 6e-11 J = 2e-12 of the
 # largest kinetic energy (30 J); both fall 16-fold per halving of the step (fourth order). The
 # bounds leave a factor of about 20 for rounding on other machines.
 COM_TOL = 1e-11  # [m]
 ENERGY_RTOL = 5e-11  # relative to the largest kinetic energy
-
-
-def load_example(name: str) -> ModuleType:
-    """Import `examples/<name>.py` as a module (as `tests/test_examples.py` does)."""
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """What the control laws share (`softrigid.control`): gains (scalar, diagonal or matrix), the
 selection of controlled coordinates and driven inputs, and the solve `A u = ν` with its run-time
-rank check."""
+conditioning check, computed from the inverse the solve's factorization gives."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from jax import Array
 from .._entry import PREFIX
 from .._model import Robot
 
-# A square matrix is singular for the control laws when σ_min ≤ _RCOND σ_max.
-_RCOND = 1e-10
+# A matrix is singular for the control laws when κ_F = ‖a‖_F ‖a⁻¹‖_F ≥ _COND_MAX.
+_COND_MAX = 1e10
 
 
 def _gain(where: str, value: Any, k: int) -> Array:
@@ -70,15 +70,28 @@ def _place(v: Array, idx: tuple[int, ...] | None, n_u: int, where: str) -> Array
     return jnp.zeros(n_u, v.dtype).at[np.asarray(idx)].set(v)
 
 
-def _check_rank(where: str, a: Array, what: str) -> Array:
-    """`a` with a run-time check that it has full column rank (`σ_min > 1e-10 σ_max`)."""
-    s = jnp.linalg.svd(jax.lax.stop_gradient(a), compute_uv=False)
-    msg = f"{PREFIX}{where}: {what} is singular (rank-deficient) at this state"
-    return eqx.error_if(a, ~(s[-1] > _RCOND * s[0]), msg)
+def _check_conditioned(where: str, what: str, value: Array, a: Array, a_inv: Array) -> Array:
+    """`value` with a run-time check (also under `jit`/`vmap`) that the square `a` is
+    invertible and well conditioned, from its inverse `a_inv` (which the law's factorization
+    gives): the error names the law and the matrix when
+
+        κ_F(a) = ‖a‖_F ‖a⁻¹‖_F ≥ 1e10   (or non-finite: an exactly singular `a`).
+
+    `κ_F ≥ κ₂ = σ_max/σ_min` (and `κ_F ≤ n κ₂`), so every `a` with `σ_min ≤ 1e-10 σ_max` is
+    caught."""
+    kappa = jnp.linalg.norm(jax.lax.stop_gradient(a)) * jnp.linalg.norm(
+        jax.lax.stop_gradient(a_inv)
+    )
+    msg = (
+        f"{PREFIX}{where}: {what} is singular (rank-deficient) or ill-conditioned "
+        f"(‖A‖_F ‖A⁻¹‖_F ≥ {_COND_MAX:.0e}) at this state"
+    )
+    return eqx.error_if(value, ~(kappa < _COND_MAX), msg)
 
 
 def _actuation_solve(where: str, a: Array, nu: Array, pseudo_inverse: bool) -> Array:
-    """`u` with `a u = ν`: `a⁻¹ ν` for a square, invertible `a`, or `a⁺ ν` (least squares /
+    """`u` with `a u = ν`: `a⁻¹ ν` for a square, invertible `a` (one LU factorization solves
+    for `[ν, I]`: `u` and the `a⁻¹` of the conditioning check), or `a⁺ ν` (least squares /
     minimum norm) with `pseudo_inverse`."""
     if pseudo_inverse:
         return jnp.linalg.pinv(a) @ nu
@@ -87,7 +100,9 @@ def _actuation_solve(where: str, a: Array, nu: Array, pseudo_inverse: bool) -> A
             f"{where}: needs a square actuation matrix on the controlled coordinates, got "
             f"{a.shape}; choose coordinates/inputs that match, or pseudo_inverse=True"
         )
-    return jnp.linalg.solve(_check_rank(where, a, "the actuation matrix A"), nu)
+    # A [u, A⁻¹] = [ν, I]
+    x = jnp.linalg.solve(a, jnp.concatenate([nu[:, None], jnp.eye(a.shape[0], dtype=a.dtype)], 1))
+    return _check_conditioned(where, "the actuation matrix A", x[:, 0], a, x[:, 1:])
 
 
 def _controlled_actuation(

@@ -16,7 +16,7 @@ from .._dynamics import DynamicsTerms
 from .._model import Robot
 from .._module import module, static
 from ..actuators import JointMotor, PressureChamber, Tendon
-from ._common import _apply, _check_rank, _driven, _gain, _place, _select
+from ._common import _apply, _check_conditioned, _driven, _gain, _place, _select
 from ._references import Reference, _reference
 
 __all__ = ["CollocatedPFBL", "actuation_coordinates"]
@@ -73,7 +73,8 @@ class CollocatedPFBL(Controller):
 
     `A(q)` must keep full column rank `m`: where it loses rank, `T` is singular, some
     combination of outputs cannot be accelerated, and the law is undefined; this is caught at
-    run time (`σ_min(A) ≤ 1e-10 σ_max(A)`) with a message, not returned as NaN/∞.
+    run time from the `R` of the factorization above (`κ_F(R) = ‖R‖_F ‖R⁻¹‖_F ≥ 1e10`, an
+    upper bound of `σ_max(A)/σ_min(A)`) with a message, not returned as NaN/∞.
 
     With `inputs`, only those inputs `i` are driven (the others are zero, passive): `A` and
     `y` are their columns and entries (Simulation 2, phase i: the arm's joints while the soft
@@ -119,7 +120,6 @@ class CollocatedPFBL(Controller):
         mass, h = terms.mass_matrix, terms.bias
         n_u = terms.actuation.shape[1]
         a = _select(terms.actuation.T, self.inputs, where, "inputs").T
-        a = _check_rank(where, a, "the actuation matrix A = (∂y/∂q)ᵀ")
         n, m = a.shape
 
         def output(x: Array) -> Array:
@@ -134,9 +134,13 @@ class CollocatedPFBL(Controller):
         (y, yd), (_, jdqd) = jax.jvp(y_dot, (q,), (qd,))  # (y, ẏ), (ẏ, J̇ q̇)
         r, rd, rdd = self.reference(t)
         v = rdd + _apply(self.kd, rd - yd) + _apply(self.kp, r - y)
-        # Aᵀ = J:  A = [Q₁ Q₂] [R; 0],  T⁻¹ = [Q₁ R⁻ᵀ, Q₂]
+        # Aᵀ = J:  A = [Q₁ Q₂] [R; 0],  T⁻¹ = [Q₁ R⁻ᵀ, Q₂];  σ(A) = σ(R): R's inverse checks A
         qmat, rmat = jnp.linalg.qr(a, mode="complete")
-        j_pinv = jax.scipy.linalg.solve_triangular(rmat[:m].T, qmat[:, :m].T, lower=True).T
+        r_inv = jax.scipy.linalg.solve_triangular(rmat[:m], jnp.eye(m, dtype=a.dtype))
+        j_pinv = qmat[:, :m] @ r_inv.T
+        j_pinv = _check_conditioned(
+            where, "the actuation matrix A = (∂y/∂q)ᵀ", j_pinv, rmat[:m], r_inv
+        )
         t_inv = jnp.concatenate([j_pinv, qmat[:, m:]], axis=1)
         # M_θ = T⁻ᵀ M T⁻¹,  h_θ = T⁻ᵀ (h − M J⁺ J̇ q̇)
         m_theta = t_inv.T @ mass @ t_inv

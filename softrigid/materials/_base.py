@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING
 
+import jax
 import jax.numpy as jnp
 from jax import Array
 
@@ -31,6 +32,13 @@ class Material(abc.ABC):
         """Rayleigh function `R(q_B, q̇_B) ≥ 0`, quadratic in `q̇_B` (default: no damping)."""
         del body, q, qd
         return jnp.zeros(())
+
+    def internal_force(self, body: SoftBody, q: Array, qd: Array) -> Array:
+        """`s_B = ∂U/∂q_B + ∂R/∂q̇_B` `(n_q,)` (default: reverse mode of `energy` and
+        `dissipation`)."""
+        return jax.grad(self.energy, argnums=1)(body, q) + jax.grad(self.dissipation, argnums=2)(
+            body, q, qd
+        )
 
     def validate(self, body: SoftBody) -> None:  # noqa: B027 - optional hook, no-op by default
         """Called when a `SoftBody` is built with this material; raise on an invalid pairing."""

@@ -120,6 +120,20 @@ class _Solid(Material):
         quad = jax.vmap(self.small_strain)(_green_rate(f, fd))
         return 0.5 * self.eta * jnp.sum(body.volume.weights * quad)
 
+    def internal_force(self, body: SoftBody, q: Array, qd: Array) -> Array:
+        """`s_B = ∂U/∂q + ∂R/∂q̇` with one linearization of `F(q)` and one transpose of it:
+        with `P_k = ∂W/∂F (F_k)`, `Ḟ_k = ∂F_k/∂q q̇`, `S_k = ℂ₀ : Ė_k` (`Ė = sym(Ḟᵀ F)`) and
+        `∂Ė/∂q̇_j = sym((∂F/∂q_j)ᵀ F)`,
+
+            s_j = Σ_k w_k (P_k + η F_k S_k) : ∂F_k/∂q_j       (S symmetric),
+
+        the pull-back of the cotangent `w (P + η F S)` through `∂F/∂q`."""
+        F, tangent = jax.linearize(lambda x: deformation_gradient(body, x), q)
+        P = jax.vmap(jax.grad(self.density))(F)
+        S = jax.vmap(jax.grad(lambda e: 0.5 * self.small_strain(e)))(_green_rate(F, tangent(qd)))
+        cotangent = body.volume.weights[:, None, None] * (P + self.eta * (F @ S))
+        return jax.linear_transpose(tangent, q)(cotangent)[0]
+
 
 def _sample_configurations(body: SoftBody) -> np.ndarray:
     """`q = 0` and `_VP_SAMPLES` seeded `q ~ 0.05 N(0, I)`; a map with a valid range (an LVP

@@ -15,7 +15,7 @@ import numpy as np
 from jax import Array
 
 from ..._checks import as_count
-from ..._math import coef_a, coef_b, coef_c
+from ..._math import coef_a, coef_b, coef_c, small_dot
 from ..._module import module, static
 from ...quadrature._gauss import gauss_legendre
 from ._modes import Modes, _as_modes
@@ -160,7 +160,7 @@ class Bend3D(Primitive):
             return jnp.zeros((), jnp.result_type(z, q))
         start = sum(self.sizes[:which])
         qa = q[start : start + self.sizes[which]]
-        return (modes.integral(z) if integral else modes(z)) @ qa
+        return modes.field_integral(z, qa) if integral else modes.field(z, qa)
 
     def stretch(self, z: Array, q: Array) -> Array:
         """`ν3(z) = 1 + m3(z) · q3`."""
@@ -184,7 +184,7 @@ class Bend3D(Primitive):
     def _tangent(self, s: Array, q: Array) -> Array:
         # ν3 R e3 = ν3 (A Θ2, −A Θ1, 1 − B t)
         th = self.angles(s, q)
-        t = th @ th
+        t = small_dot(th, th)
         a = coef_a(t)
         return self.stretch(s, q) * jnp.stack([a * th[1], -a * th[0], 1.0 - coef_b(t) * t])
 
@@ -214,18 +214,18 @@ class Bend3D(Primitive):
     def backbone_frame(self, z: Array, q: Array) -> tuple[Array, Array]:
         """`g(z) = (R (3, 3), r (3,))` of the backbone."""
         th = self.angles(z, q)
-        t = th @ th
+        t = small_dot(th, th)
         return self._rotation(th, coef_a(t), coef_b(t)), self._position(z, q)
 
     def _section(self, x: Array, q: Array, series: Any = None) -> tuple[Array, Array, Array, Array]:
         """`(R, r, u, ν3)` at the point `x`."""
         z = x[2]
         th = self.angles(z, q)
-        t = th @ th
+        t = small_dot(th, th)
         a = coef_a(t)
         kappa = jnp.stack([self._field(0, z, q, False), self._field(1, z, q, False)])
         # κ̃ = A κ + C Θ (Θ · κ), in-plane components
-        bent = a * kappa + coef_c(t) * th * (th @ kappa)
+        bent = a * kappa + coef_c(t) * th * small_dot(th, kappa)
         nu = self.stretch(z, q)
         u = (2.0 / 3.0) * (bent[0] * x[1] - bent[1] * x[0]) / (nu * jnp.sqrt(nu))
         return self._rotation(th, a, coef_b(t)), self._position(z, q, series), u, nu

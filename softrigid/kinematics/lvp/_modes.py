@@ -40,6 +40,14 @@ class Modes(abc.ABC):
         values = jax.vmap(self)(z * jnp.asarray(t, dtype=jnp.result_type(z, float)))
         return z * (jnp.asarray(w, dtype=values.dtype) @ values)
 
+    def field(self, z: Array, q: Array) -> Array:
+        """The field `m(z) · q` (scalar)."""
+        return self(z) @ q
+
+    def field_integral(self, z: Array, q: Array) -> Array:
+        """`∫_0^z m(s) ds · q` (scalar)."""
+        return self.integral(z) @ q
+
 
 @module
 class Polynomial(Modes):

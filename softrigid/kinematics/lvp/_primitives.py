@@ -14,6 +14,7 @@ import numpy as np
 from jax import Array
 
 from ..._checks import as_count
+from ..._math import small_dot
 from ..._module import module, static
 from ...quadrature._gauss import gauss_legendre
 from .._base import Kinematics
@@ -88,7 +89,7 @@ class Twist(Primitive):
         return span
 
     def __call__(self, x: Array, q: Array) -> Array:
-        phi = self.modes(x[2]) @ q
+        phi = self.modes.field(x[2], q)
         c, s = jnp.cos(phi), jnp.sin(phi)
         return jnp.stack([c * x[0] - s * x[1], s * x[0] + c * x[1], x[2]])
 
@@ -116,11 +117,11 @@ class Stretch(Primitive):
 
     def stretch(self, z: Array, q: Array) -> Array:
         """`λ(z) = 1 + m(z) · q`."""
-        return 1.0 + self.modes(z) @ q
+        return 1.0 + self.modes.field(z, q)
 
     def axial_map(self, z: Array, q: Array) -> Array:
         """`Λ(z) = z + (∫_0^z m) · q`: where the section at `z` goes along the axis."""
-        return z + self.modes.integral(z) @ q
+        return z + self.modes.field_integral(z, q)
 
     def axial_span(self, span: Array, q: Array) -> Array:
         return self.axial_map(span, q)
@@ -170,8 +171,8 @@ class Shear(Primitive):
 
     def __call__(self, x: Array, q: Array) -> Array:
         zero = jnp.zeros((), jnp.result_type(x, q))
-        s1 = zero if self.modes1 is None else self.modes1(x[2]) @ q[: self.n1]
-        s2 = zero if self.modes2 is None else self.modes2(x[2]) @ q[self.n1 :]
+        s1 = zero if self.modes1 is None else self.modes1.field(x[2], q[: self.n1])
+        s2 = zero if self.modes2 is None else self.modes2.field(x[2], q[self.n1 :])
         return jnp.stack([x[0] + s1, x[1] + s2, x[2]])
 
 
@@ -219,7 +220,7 @@ class Bend(Primitive):
 
     def _radicand(self, x: Array, q: Array) -> Array:
         xl = self._local(x)
-        return 1.0 - 2.0 * (self.modes(xl[2]) @ q) * xl[0]
+        return 1.0 - 2.0 * self.modes.field(xl[2], q) * xl[0]
 
     def __call__(self, x: Array, q: Array) -> Array:
         xl = self._local(x)
@@ -227,11 +228,11 @@ class Bend(Primitive):
         t, w = gauss_legendre(self.n_gauss)
         nodes = z * jnp.asarray(t, dtype=jnp.result_type(z, float))
         # θ at the rule's nodes and at z; r(z) = z Σ w_i (sin θ_i, cos θ_i)
-        theta_i = jax.vmap(self.modes.integral)(nodes) @ q
-        theta = self.modes.integral(z) @ q
+        theta_i = jax.vmap(self.modes.field_integral, in_axes=(0, None))(nodes, q)
+        theta = self.modes.field_integral(z, q)
         w = jnp.asarray(w, dtype=theta_i.dtype)
-        r1, r3 = z * (w @ jnp.sin(theta_i)), z * (w @ jnp.cos(theta_i))
-        kappa = self.modes(z) @ q
+        r1, r3 = z * small_dot(w, jnp.sin(theta_i)), z * small_dot(w, jnp.cos(theta_i))
+        kappa = self.modes.field(z, q)
         rho = 2.0 * xl[0] / (1.0 + jnp.sqrt(1.0 - 2.0 * kappa * xl[0]))
         c, s = jnp.cos(theta), jnp.sin(theta)
         h = jnp.stack([r1 + rho * c, xl[1], r3 - rho * s])
@@ -272,7 +273,7 @@ class Source(Primitive):
         return span
 
     def __call__(self, x: Array, q: Array) -> Array:
-        g = self.modes(x[2]) @ q
+        g = self.modes.field(x[2], q)
         r2 = x[0] * x[0] + x[1] * x[1]
         on_axis = r2 == 0
         # double where: the off-axis branch never sees r = 0
@@ -281,11 +282,11 @@ class Source(Primitive):
 
     def injected_volume(self, q: Array, z0: Array, z1: Array) -> Array:
         """`π ∫_{z0}^{z1} g(z) dz`: the change of the volume of a cavity spanning `[z0, z1]`."""
-        return jnp.pi * ((self.modes.integral(z1) - self.modes.integral(z0)) @ q)
+        return jnp.pi * (self.modes.field_integral(z1, q) - self.modes.field_integral(z0, q))
 
     def valid(self, x: Array, q: Array) -> Array:
         r2 = x[0] * x[0] + x[1] * x[1]
-        return (r2 > 0) & (r2 + self.modes(x[2]) @ q > 0)
+        return (r2 > 0) & (r2 + self.modes.field(x[2], q) > 0)
 
     def condition(self) -> str:
         return "a material point off the axis (hollow body) with r² + g(z) > 0"

@@ -25,7 +25,6 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -33,7 +32,7 @@ from jax import Array
 
 from . import _fastpath
 from . import _recursion as rec
-from ._checks import check_state
+from ._checks import check_state, raise_if
 from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
@@ -153,7 +152,7 @@ def check_finite(where: str, robot: Robot, out: Any) -> Any:
         f"{PREFIX}{where}: non-finite value (NaN or inf).{_HINT}",
     )
     index = jnp.where(jnp.any(per_coordinate), jnp.argmax(per_coordinate), n)
-    return eqx.branched_error_if(out, jnp.any(per_coordinate) | elsewhere, index, msgs)
+    return raise_if(out, jnp.any(per_coordinate) | elsewhere, index, msgs)
 
 
 def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array) -> Array:
@@ -171,7 +170,7 @@ def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array
         "through stop_gradient or that ignores q, a massless body) or the state is not finite."
         for j in range(robot.n_q)
     )
-    return eqx.branched_error_if(factor, jnp.any(failed), jnp.argmax(bad), msgs)
+    return raise_if(factor, jnp.any(failed), jnp.argmax(bad), msgs)
 
 
 def _finite_tree(x: Any) -> Array:

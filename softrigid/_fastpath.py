@@ -7,8 +7,10 @@ types, shapes and dtypes:
     f(robot, q, …) → bind → the robot's handle → its program(states) → (outputs, ok) → outputs
 
 The program promotes the states to one floating dtype, runs the core and returns, next to the
-outputs, one flag `ok`: every state, every input and every floating output is finite. No value
-is read before the call (a NaN in `q` lowers the flag). When the flag is down, or the program
+outputs, one flag `ok`: every state, every input and every floating output is finite, and no
+run-time check inside the core fired (a Cholesky factor, an articulated inertia: under
+`_checks.flagging` the checks become flags). No value is read before the call (a NaN in `q`
+lowers the flag). When the flag is down, or the program
 raises (a check inside the core, a trace-time error), the checked path of `_entry` runs the call
 again and raises its error with its message: every error is the checked path's own, and the fast
 path only ever returns results that passed its checks.
@@ -22,6 +24,10 @@ Each robot, algorithm and set of static options has an entry with one of two pro
   `SPECIALIZE_BELOW`): the leaves closed over as constants, the program that the user's own
   `jax.jit(lambda q, qd, qdd: f(robot, q, qd, qdd))` compiles (XLA folds the constants: 10–20 %
   fewer instructions). Compiling it costs once what a first call costs.
+
+The shared programs have no host callback, so JAX's persistent compilation cache
+(`softrigid.enable_compilation_cache`) stores them: a later process loads a robot's first call
+instead of compiling it. The specialized ones hand the fault flag through the host (see `_run`).
 
 Handles live as long as their robot (weak references); the shared programs are in a bounded cache.
 Tracers anywhere (the user's `jit`, `vmap`, `grad`, a robot built inside `jit`) take the checked
@@ -43,7 +49,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_state
+from ._checks import check_state, flagging
 from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
@@ -174,23 +180,31 @@ def handle(robot: Robot) -> Handle | None:
     return made
 
 
-def _run(sig: Signature, static: tuple[Any, ...], robot: Robot, arrays: tuple, loads: Any) -> Any:
+def _run(
+    sig: Signature, static: tuple[Any, ...], robot: Robot, arrays: tuple, loads: Any, sync: bool
+) -> Any:
     """The program's body: `(outputs, ok)`, the promoted states through the core and the flag
-    that the states, the inputs and every floating output are finite."""
+    that the states, the inputs and every floating output are finite and that no run-time check
+    of the core fired (`_checks.flagging`: its checks become flags, so the program has no host
+    callback and the persistent compilation cache can store it)."""
     states = [x for (_, _, is_u), x in zip(sig.arrays, arrays) if not is_u]
     dtype = jnp.result_type(robot.gravity, *states)
     kwargs = {name: x.astype(dtype) for (_, name, _), x in zip(sig.arrays, arrays)}
     kwargs.update((sig.params[i], value) for i, value in zip(sig.static, static))
     if sig.loads >= 0:
         kwargs["loads"] = loads
-    out = sig.core(robot, **kwargs)
+    with flagging(arrays[0] if arrays else None) as faults:
+        out = sig.core(robot, **kwargs)
     checked = [*arrays, *jax.tree_util.tree_leaves(out)]
     finite = [jnp.all(jnp.isfinite(x)) for x in checked if jnp.issubdtype(x.dtype, jnp.inexact)]
-    ok = jnp.all(jnp.stack(finite))
-    # The fault branch hands the flag through the host, as the checked programs' error branch
-    # does: XLA:CPU runs a program with a host callback in the calling thread, which spares a
-    # call that waits for its result the hand-off to a worker thread and back (measured ~30 µs
-    # on one core; without it the program takes the asynchronous path).
+    ok = jnp.all(jnp.stack(finite)) & ~jnp.any(jnp.stack([False, *faults]))
+    if not sync:
+        return out, ok
+    # The fault branch hands the flag through the host: XLA:CPU runs a program with a host
+    # callback in the calling thread, which spares a call that waits for its result the hand-off
+    # to a worker thread and back (measured ~30 µs on one core; without it the program takes
+    # the asynchronous path). Such a program is not stored by the persistent compilation cache:
+    # only the specialized programs, compiled after many calls in the process, take this form.
     return out, jax.lax.cond(ok, lambda flag: flag, _through_host, ok)
 
 
@@ -203,7 +217,8 @@ def _shared(sig: Signature, static: tuple[Any, ...], treedef: Any) -> Callable[.
     """The program shared by every robot of one structure: the leaves are arguments."""
 
     def program(leaves: tuple, arrays: tuple, loads: Any) -> Any:
-        return _run(sig, static, jax.tree_util.tree_unflatten(treedef, leaves), arrays, loads)
+        robot = jax.tree_util.tree_unflatten(treedef, leaves)
+        return _run(sig, static, robot, arrays, loads, sync=False)
 
     return jax.jit(program)
 
@@ -214,7 +229,8 @@ def _specialized(sig: Signature, static: tuple[Any, ...], h: Handle) -> Callable
     leaves, treedef = h.leaves, h.treedef
 
     def program(arrays: tuple, loads: Any) -> Any:
-        return _run(sig, static, jax.tree_util.tree_unflatten(treedef, leaves), arrays, loads)
+        robot = jax.tree_util.tree_unflatten(treedef, leaves)
+        return _run(sig, static, robot, arrays, loads, sync=True)
 
     return jax.jit(program)
 

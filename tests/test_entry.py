@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import softrigid as sr
-from softrigid import _entry, _fastpath, joints, kinematics, quadrature
+from softrigid import _checks, _entry, _fastpath, joints, kinematics, quadrature
 
 LENGTH = 0.3
 VOLUME = quadrature.cylinder(0.03, LENGTH, 2, 1, 3)
@@ -213,3 +213,85 @@ def test_handles_do_not_keep_their_robot_alive(monkeypatch):
     del robot
     gc.collect()
     assert alive() is None
+
+
+def test_checks_inside_flagging_become_flags_on_their_own_trace_only():
+    """`raise_if` under `flagging` records the flag of a check on the anchor's trace (no host
+    callback); a check on a nested transformation's values (here `vmap`) keeps raising."""
+    msg = ("x is negative",)
+
+    def program(x):
+        with _checks.flagging(x) as flags:
+            y = _checks.raise_if(x, jnp.any(x < 0), jnp.zeros((), int), msg)
+            z = jax.vmap(lambda v: _checks.raise_if(v, v < -5, 0, msg))(x)
+        return y, z, flags[0] if flags else None, len(flags)
+
+    y, z, flag, count = jax.jit(program)(jnp.array([1.0, -2.0]))
+    assert count == 1 and bool(flag)
+    np.testing.assert_array_equal(y, [1.0, -2.0])
+    np.testing.assert_array_equal(z, y)
+    with pytest.raises(Exception, match="x is negative"):
+        jax.block_until_ready(jax.jit(program)(jnp.array([1.0, -6.0])))
+
+
+def test_fast_programs_have_no_host_callback():
+    """The shared programs (a robot's first calls) carry their checks as a flag: no host
+    callback, so JAX's persistent compilation cache stores them (`enable_compilation_cache`)."""
+    robot = _robot()  # a robot of its own: its first call, not specialized yet
+    sr.forward_dynamics(robot, Q, QD, QDD)  # its Cholesky factor is checked inside the core
+    h = _fastpath.handle(robot)
+    entry = next(e for (sig, _), e in h.entries.items() if sig.name == "forward_dynamics")
+    assert not entry.specialized
+    text = entry.program.lower(h.leaves, (Q, QD, QDD), ()).as_text()
+    assert "callback" not in text
+    # the test sees a check's callback where there is one
+    checked = jax.jit(lambda q: _checks.raise_if(q, q[0] < 0, 0, ("negative",))).lower(Q)
+    assert "callback" in checked.as_text()
+
+
+_CACHED = """
+import json, sys
+import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+import softrigid as sr
+from softrigid import joints
+
+events = []
+jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
+sr.enable_compilation_cache(sys.argv[1])
+body = sr.RigidBody(1.5, (0.0, 0.0, -0.2), 1e-3 * jnp.eye(3))
+robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), body), sr.Link(joints.Revolute((1, 0, 0)), body)])
+events.clear()
+qdd = sr.forward_dynamics(robot, jnp.array([0.3, -0.2]), jnp.array([0.1, 0.4]), jnp.zeros(2))
+print(json.dumps({"qdd": qdd.tolist(),
+                  "hits": events.count("/jax/compilation_cache/cache_hits"),
+                  "misses": events.count("/jax/compilation_cache/cache_misses")}))
+"""
+
+
+def test_a_second_process_loads_the_first_call_from_the_cache(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    def run():
+        argv = [sys.executable, "-c", _CACHED, str(tmp_path)]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=300)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    first, second = run(), run()
+    assert first["misses"] >= 1 and any(tmp_path.iterdir())
+    assert second["misses"] == 0 and second["hits"] >= 1
+    np.testing.assert_array_equal(second["qdd"], first["qdd"])
+
+
+def test_enable_compilation_cache_refuses_bad_arguments(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with pytest.raises(ValueError, match="directory: cannot create"):
+        sr.enable_compilation_cache(blocked / "cache")
+    with pytest.raises(ValueError, match="min_compile_time_s must be non-negative"):
+        sr.enable_compilation_cache(tmp_path, min_compile_time_s=-1.0)
+    with pytest.raises(TypeError, match="min_compile_time_s must be a number"):
+        sr.enable_compilation_cache(tmp_path, min_compile_time_s="1")

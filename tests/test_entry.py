@@ -20,16 +20,20 @@ Q, QD, QDD = jnp.array([0.3, -0.4]), jnp.array([0.5, 0.2]), jnp.array([-1.0, 2.0
 _CC = kinematics.PlanarConstantCurvature(LENGTH)
 
 
-def _cc(x, q):
-    return _CC(x, q)
-
-
-def _robot(kinematics_map=_cc, mass=1.0):
-    """A revolute rigid link and a constant-curvature segment through `kinematics_map` (part of
-    the tree definition: robots with the same map share a structure)."""
-    body = sr.SoftBody(kinematics_map, VOLUME, density=1000.0, n_q=1)
+def _robot(kinematics_map=None, mass=1.0):
+    """Two revolute rigid links (cheap to compile: most tests here are about the entry, not the
+    bodies); with `kinematics_map`, a revolute rigid link and a constant-curvature segment
+    through it (the map is part of the tree definition: robots with the same map share a
+    structure)."""
     rigid = sr.RigidBody(mass, (0.0, 0.0, -0.1), 1e-3 * jnp.eye(3))
-    return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid), sr.Link(joints.Fixed(), body)])
+    if kinematics_map is None:
+        second = sr.Link(
+            joints.Revolute((1, 0, 0)), sr.RigidBody(0.5, (0.1, 0.0, -0.1), 1e-3 * jnp.eye(3))
+        )
+    else:
+        body = sr.SoftBody(kinematics_map, VOLUME, density=1000.0, n_q=1)
+        second = sr.Link(joints.Fixed(), body)
+    return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid), second])
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ round, so that a load spike hits them alike; 10th percentile and median over all
 
 with `tax = eager − jit` (the target: ≤ 20 µs) and, for reference, `jit_async_min`: the jitted
 core in a loop that waits only at the end (calls overlap; min over rounds of the mean). Next to
-them the load average before and after, the first call and the specialization (the calls up to
-the robot's own program). Robots: planar constant-curvature chains of 1, 5 and 20 bodies (the
+them the load average before and after, the first call and the specialization (the calls, and
+their seconds, up to the robot's own program under the default policy of `_fastpath.AMORTIZE`). Robots: planar constant-curvature chains of 1, 5 and 20 bodies (the
 4 × 2 × 3 cylinder rule of `benchmarks/scaling.py`) and a 6-joint rigid chain
 (`benchmarks/_peers.py`); algorithms: `inverse_dynamics`, `mass_inverse_dynamics`,
 `forward_dynamics`, `dynamics_terms`. The process pins itself to one core (`--core`, default 1;
@@ -115,9 +115,11 @@ def measure(robot_name: str, fn_name: str, calls: int, rounds: int) -> dict[str,
     start = time.perf_counter()
     jax.block_until_ready(fn(robot, q, qd, x))
     first = time.perf_counter() - start
-    start = time.perf_counter()
-    for _ in range(_fastpath.SPECIALIZE_AFTER + 1):  # past the shared program
+    start, warmup = time.perf_counter(), 0
+    entries = _fastpath.handle(robot).entries.values()
+    while not all(e.specialized for e in entries):  # the default policy, to the robot's program
         jax.block_until_ready(fn(robot, q, qd, x))
+        warmup += 1
     specialize = time.perf_counter() - start
     jax.block_until_ready(core(q, qd, x))
 
@@ -168,6 +170,7 @@ def measure(robot_name: str, fn_name: str, calls: int, rounds: int) -> dict[str,
         specialized=all(e.specialized for e in _fastpath.handle(robot).entries.values()),
         first_call_s=round(first, 2),
         specialize_s=round(specialize, 2),
+        specialize_calls=warmup,
         calls=calls,
         rounds=rounds,
         load_before=round(load, 2),

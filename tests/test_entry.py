@@ -72,6 +72,7 @@ def _error(fn):
 
 def test_repeated_eager_calls_trace_once_and_specialize(monkeypatch, checked_calls):
     monkeypatch.setattr(_fastpath, "SPECIALIZE_AFTER", 3)
+    monkeypatch.setattr(_fastpath, "AMORTIZE", 0.0)
     traces = []
 
     def counted(x, q):
@@ -123,6 +124,7 @@ def test_fast_path_returns_the_checked_paths_results(robot, checked_calls, case)
 
 def test_specialized_programs_return_the_checked_paths_results(robot, monkeypatch):
     monkeypatch.setattr(_fastpath, "SPECIALIZE_AFTER", 1)
+    monkeypatch.setattr(_fastpath, "AMORTIZE", 0.0)
     case = CASES["static option, named tuple"]
     shared = case(robot)
     special = case(robot)
@@ -151,6 +153,7 @@ BAD = {
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_errors_are_the_checked_paths(robot, monkeypatch, case):
     monkeypatch.setattr(_fastpath, "SPECIALIZE_AFTER", 1)
+    monkeypatch.setattr(_fastpath, "AMORTIZE", 0.0)
     sr.inverse_dynamics(robot, Q, QD, QDD)
     sr.forward_dynamics(robot, Q, QD, QDD)  # both specialized from here on
     fast = _error(lambda: BAD[case](robot))
@@ -209,6 +212,7 @@ def test_a_robot_of_a_known_structure_compiles_nothing():
 
 def test_handles_do_not_keep_their_robot_alive(monkeypatch):
     monkeypatch.setattr(_fastpath, "SPECIALIZE_AFTER", 1)
+    monkeypatch.setattr(_fastpath, "AMORTIZE", 0.0)
     robot = _robot()
     for _ in range(3):
         sr.mass_matrix(robot, Q)

@@ -22,6 +22,7 @@ from . import (
     urdf,
 )
 from ._body import Body
+from ._cache import enable_compilation_cache
 from ._chain import forward_kinematics, material_points, world_points
 from ._closed_loop import vector_field
 from ._constraints import ConstrainedAccelerations, constrained_forward_dynamics
@@ -85,6 +86,7 @@ __all__ = [
     "dynamics_terms",
     "elastic_energy",
     "elastic_force",
+    "enable_compilation_cache",
     "equilibrium",
     "forward_dynamics",
     "forward_kinematics",

@@ -36,13 +36,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import Array
 
 from . import _recursion as rec
 from ._body import generalized_inertia
+from ._checks import raise_if
 from ._energy import internal_forces
 from ._entry import PREFIX, describe_coordinate
 from ._loads import external_loads
@@ -219,7 +219,7 @@ def _check(robot: Robot, qdd: Array, ok: Array) -> Array:
     # the inward pass runs tip to base and a singular D_i spoils every D_j, j < i: name the
     # most distal failing link, the cause
     last = ok.shape[0] - 1 - jnp.argmin(ok[::-1])
-    return eqx.branched_error_if(qdd, ~jnp.all(ok), last, msgs)
+    return raise_if(qdd, ~jnp.all(ok), last, msgs)
 
 
 def articulated_accelerations(

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
 from . import _recursion as rec
-from ._checks import check_index
+from ._checks import check_index, raise_if
 from ._entry import algorithm, check_robot
 from ._model import Link, Robot
 from ._module import is_concrete
@@ -121,9 +120,8 @@ def world_points(robot: Robot, q: Array, i: int, points: Array) -> Array:
                 f"point {bad[0][0]}"
             )
     else:
-        points = eqx.error_if(
-            points, ~jnp.all(jnp.isfinite(points)), "world_points: points must be finite"
-        )
+        bad = ~jnp.all(jnp.isfinite(points))
+        points = raise_if(points, bad, jnp.zeros((), int), ("world_points: points must be finite",))
     return _world_points(robot, q, i, points)
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import equinox as eqx
@@ -26,8 +27,40 @@ __all__ = [
     "check_material_point",
     "check_state",
     "copy_params",
+    "flagging",
+    "raise_if",
     "traced_check",
 ]
+
+# The open `flagging` scopes: (the trace whose checks become flags, the flags recorded).
+_FLAGGING: list[tuple[Any, list[Array]]] = []
+
+
+@contextlib.contextmanager
+def flagging(anchor: Any) -> Iterator[list[Array]]:
+    """Inside, a run-time check (`raise_if`) on a value of `anchor`'s trace raises nothing: its
+    fault flag is appended to the list yielded, for the caller to return next to its outputs (a
+    program without host callbacks, which JAX's persistent compilation cache can store). Checks
+    inside a nested transformation (`jacfwd`, a `scan` body) keep raising: their flags cannot
+    leave it. Outside a trace (`anchor` concrete) nothing changes."""
+    flags: list[Array] = []
+    _FLAGGING.append((getattr(anchor, "_trace", None), flags))
+    try:
+        yield flags
+    finally:
+        _FLAGGING.pop()
+
+
+def raise_if(value: Any, bad: Array, index: Array, messages: tuple[str, ...]) -> Any:
+    """`value` unchanged, with a run-time check (also under `jit`/`vmap`): when `bad` holds,
+    raise `messages[index]` (`equinox.branched_error_if`). Inside `flagging` on `bad`'s own trace
+    the flag `bad` is recorded instead."""
+    if _FLAGGING:
+        trace, flags = _FLAGGING[-1]
+        if trace is not None and getattr(bad, "_trace", None) is trace:
+            flags.append(bad)
+            return value
+    return eqx.branched_error_if(value, bad, index, messages)
 
 
 def as_float(value: Any, name: str = "value") -> Array:
@@ -48,9 +81,9 @@ def as_float(value: Any, name: str = "value") -> Array:
 def traced_check(value: Any, bad: Array, message: str) -> Any:
     """`value` (an array or a pytree of them) unchanged, with a run-time check that no element
     of `bad` holds: the counterpart of a build-time check for a model built inside `jit` from
-    traced parameters. One fused reduction and `equinox.error_if` (it raises inside the compiled
-    program, also under `vmap`, when `value` is used)."""
-    return eqx.error_if(value, jnp.any(bad), message)
+    traced parameters. One fused reduction and `raise_if` (it raises inside the compiled program,
+    also under `vmap`, when `value` is used)."""
+    return raise_if(value, jnp.any(bad), jnp.zeros((), int), (message,))
 
 
 def as_scalar(name: str, value: Any, *, positive: bool = False, nonnegative: bool = False) -> Array:

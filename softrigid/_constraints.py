@@ -37,12 +37,11 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import Array
 
-from ._checks import as_scalar, as_tuple_of
+from ._checks import as_scalar, as_tuple_of, raise_if
 from ._dynamics import DynamicsTerms, terms
 from ._entry import PREFIX, algorithm, check_positive_definite, raise_runtime_errors
 from ._model import Robot
@@ -212,7 +211,7 @@ def _rows(
             for k, c in enumerate(constraints)
         )
         first = jnp.argmin(finite)
-        parts = eqx.branched_error_if(parts, ~jnp.all(finite), first, msgs)
+        parts = raise_if(parts, ~jnp.all(finite), first, msgs)
     return jnp.concatenate([a for a, _ in parts]), jnp.concatenate([b for _, b in parts])
 
 

@@ -6,6 +6,11 @@ vectors (`(n_q,)`, real, finite when concrete, promoted to one floating dtype), 
 argument; then the core runs compiled (`jax.jit`, one compiled program per robot structure and
 option). Under an outer `jit`/`vmap` the checks run at trace time on shapes and dtypes.
 
+An eager call first tries the fast path (`softrigid._fastpath`): the robot flattened once, a
+program cached for it, checks on types and shapes only and the values' finiteness inside that
+program; whatever the fast path does not accept, or any fault it finds, runs the checked path
+here, which raises the error.
+
 The outputs are checked at run time, inside the compiled program (so also under the user's
 `jit`/`vmap`): a non-finite value raises an error naming the algorithm and the first bad
 coordinate (its link, and whether it is a joint or body coordinate). The check is one fused
@@ -20,14 +25,14 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from . import _fastpath
 from . import _recursion as rec
-from ._checks import check_state
+from ._checks import check_state, raise_if
 from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
@@ -147,7 +152,7 @@ def check_finite(where: str, robot: Robot, out: Any) -> Any:
         f"{PREFIX}{where}: non-finite value (NaN or inf).{_HINT}",
     )
     index = jnp.where(jnp.any(per_coordinate), jnp.argmax(per_coordinate), n)
-    return eqx.branched_error_if(out, jnp.any(per_coordinate) | elsewhere, index, msgs)
+    return raise_if(out, jnp.any(per_coordinate) | elsewhere, index, msgs)
 
 
 def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array) -> Array:
@@ -165,7 +170,7 @@ def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array
         "through stop_gradient or that ignores q, a massless body) or the state is not finite."
         for j in range(robot.n_q)
     )
-    return eqx.branched_error_if(factor, jnp.any(failed), jnp.argmax(bad), msgs)
+    return raise_if(factor, jnp.any(failed), jnp.argmax(bad), msgs)
 
 
 def _finite_tree(x: Any) -> Array:
@@ -214,10 +219,12 @@ def raise_runtime_errors(
 ) -> Any:
     """Run `fn()` to completion; a softrigid run-time check that fired becomes a `ValueError`
     with its message (instead of JAX's runtime error around it), completed by `diagnose` when
-    the robot and states are given."""
+    the robot and states are given. (A check that fires on a compiled program's first call
+    arrives as `JaxRuntimeError`, on its later calls as a `ValueError` with XLA's callback
+    traceback around the message: both are cleaned.)"""
     try:
         return jax.block_until_ready(fn())
-    except jax.errors.JaxRuntimeError as err:
+    except (jax.errors.JaxRuntimeError, ValueError) as err:
         text = str(err)
         start = text.find(PREFIX)
         if start < 0:
@@ -234,7 +241,9 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
     Arguments named `q`, `qd`, `qdd`, `nu` are checked as states, `u` as the robot's inputs,
     `loads` as external loads (normalized to a tuple); `static_argnames` are compile-time
     options. The core is compiled once per robot structure and option. Every floating output
-    is checked finite at run time (`check_finite`).
+    is checked finite at run time (`check_finite`). Eager calls take the fast path of
+    `softrigid._fastpath` when it accepts them (algorithms whose parameters are all states,
+    inputs, loads and static options).
     """
 
     def decorate(core: F) -> F:
@@ -246,9 +255,14 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
             return check_finite(name, robot, core(robot, *args, **kwargs))
 
         jitted = jax.jit(checked, static_argnames=static_argnames)
+        fast = _fastpath.Signature.of(core, static_argnames)
 
         @functools.wraps(core)
         def public(*args: Any, **kwargs: Any) -> Any:
+            if fast is not None:
+                out = _fastpath.call(fast, args, kwargs)
+                if out is not _fastpath.SLOW:
+                    return out
             try:
                 bound = signature.bind(*args, **kwargs)
             except TypeError as err:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
 from ._body import Body, MassMoments, VelocityMoments
-from ._checks import as_placement, as_scalar, as_vector, check_density
+from ._checks import as_placement, as_scalar, as_vector, check_density, raise_if
 from ._module import is_concrete, module, static
 from .quadrature._rule import QuadratureRule
 
@@ -45,7 +44,7 @@ def _check_inertia(inertia: Array) -> Array:
     messages = tuple(f"RigidBody: inertia {fault}" for fault in _INERTIA_FAULTS)
     if not is_concrete(inertia):
         faults, _ = _inertia_faults(inertia, jnp)
-        return eqx.branched_error_if(inertia, jnp.any(faults), jnp.argmax(faults), messages)
+        return raise_if(inertia, jnp.any(faults), jnp.argmax(faults), messages)
     faults, ev = _inertia_faults(np.asarray(inertia), np)
     if faults.any():
         k = int(np.argmax(faults))

@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,6 +29,7 @@ from jax import Array
 
 from ._articulated import choose_solver
 from ._charts import has_charts, rechart
+from ._checks import raise_if
 from ._closed_loop import closed_loop
 from ._constraints import Constraint, check_constraints, check_constraints_at
 from ._controller import Controller
@@ -195,7 +195,7 @@ def _check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Ar
     first = jnp.argmax(bad)
     window = jnp.searchsorted(jnp.asarray(edges[1:]), first + 1)
     index = window + windows * (~ok[first] & ~diverged[first])
-    return eqx.branched_error_if(q, jnp.any(bad), index, msgs)
+    return raise_if(q, jnp.any(bad), index, msgs)
 
 
 _run_jit = jax.jit(

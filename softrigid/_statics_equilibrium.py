@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ._checks import raise_if
 from ._entry import check_inputs, check_robot, check_states
 from ._loads import check_loads
 from ._model import Robot
@@ -138,7 +138,7 @@ def _runtime_check(sol: StaticSolution) -> StaticSolution:
     """`equinox.branched_error_if`: raise (also under `jit`/`vmap`) when the status is not 0;
     attached to every field, so the check runs whichever field the caller uses."""
     index = jnp.clip(sol.status - 1, 0, len(_MESSAGES) - 1)
-    return eqx.branched_error_if(sol, sol.status != CONVERGED, index, _MESSAGES)
+    return raise_if(sol, sol.status != CONVERGED, index, _MESSAGES)
 
 
 def equilibrium(

@@ -17,13 +17,12 @@ import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ._checks import as_float
+from ._checks import as_float, raise_if
 from ._dynamics import actuation
 from ._model import Robot
 from ._module import is_concrete
@@ -284,7 +283,7 @@ def inverse_statics(
             | (sol.status == NO_EQUILIBRIUM)
             | (sol.status == NON_FINITE_OUTPUT)
         )
-        return eqx.branched_error_if(sol, failed, jnp.maximum(sol.status - 1, 0), _MESSAGES)
+        return raise_if(sol, failed, jnp.maximum(sol.status - 1, 0), _MESSAGES)
     status, err = int(sol.status), float(sol.output_error)
     if status == NON_FINITE_OUTPUT:
         raise ValueError(_MESSAGES[3])

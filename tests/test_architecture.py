@@ -152,6 +152,19 @@ def test_non_finite_output_names_the_coordinate(sqrt_robot):
         sr.inverse_dynamics(sqrt_robot, jnp.array([0.0, 0.5]), jnp.array([1e200, 0.0]), z)
 
 
+def test_run_time_errors_of_a_compiled_program_are_clean(sqrt_robot):
+    """A check that fires on a program's later call arrives from XLA as a `ValueError` with the
+    callback's traceback around the message: the eager call raises the message alone."""
+    z = jnp.zeros(2)
+    sr.inverse_dynamics(sqrt_robot, jnp.array([0.0, 0.3]), z, z)  # compiled, run without fault
+    for _ in range(2):
+        with pytest.raises(ValueError) as err:
+            sr.inverse_dynamics(sqrt_robot, z, jnp.array([0.0, 1.0]), z)
+        assert str(err.value).startswith("inverse_dynamics: non-finite value (NaN or inf)")
+        assert "It starts in link 1" in str(err.value)
+        assert "Traceback" not in str(err.value)
+
+
 def test_lagrangian_baseline_checks_its_output(sqrt_robot):
     with pytest.raises(
         ValueError, match=r"mass_matrix: non-finite value .* at coordinate \d+ \(link \d"
@@ -297,11 +310,11 @@ def _cc_strain(X, q):
 # Lower layers never import higher ones (no deferred imports either): a module may import only
 # modules of its own layer or below.
 LAYERS = [
-    {"_module", "_math", "_ad", "_checks", "quadrature", "kinematics", "meshing"},
+    {"_module", "_math", "_ad", "_checks", "_cache", "quadrature", "kinematics", "meshing"},
     {"materials", "_body", "_rigid_body", "_soft_body", "joints", "_actuator", "_controller"},
     {"_model", "_charts"},
     {"_recursion"},
-    {"_loads", "_entry", "_chain", "_energy"},
+    {"_loads", "_entry", "_fastpath", "_chain", "_energy"},
     {"_articulated"},
     {"_dynamics", "lagrangian"},
     {"_derivatives"},

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .._checks import raise_if
 from .._entry import PREFIX
 from .._model import Robot
 
@@ -86,7 +86,7 @@ def _check_conditioned(where: str, what: str, value: Array, a: Array, a_inv: Arr
         f"{PREFIX}{where}: {what} is singular (rank-deficient) or ill-conditioned "
         f"(‖A‖_F ‖A⁻¹‖_F ≥ {_COND_MAX:.0e}) at this state"
     )
-    return eqx.error_if(value, ~(kappa < _COND_MAX), msg)
+    return raise_if(value, ~(kappa < _COND_MAX), jnp.zeros((), int), (msg,))
 
 
 def _actuation_solve(where: str, a: Array, nu: Array, pseudo_inverse: bool) -> Array:

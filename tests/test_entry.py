@@ -1,0 +1,305 @@
+"""The eager fast path (`softrigid._fastpath`): a robot checked and flattened once, its programs
+cached, the checked path's results and errors, and the checked path under transformations."""
+
+import gc
+import weakref
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import softrigid as sr
+from softrigid import _checks, _entry, _fastpath, joints, kinematics, quadrature
+
+LENGTH = 0.3
+VOLUME = quadrature.cylinder(0.03, LENGTH, 2, 1, 3)
+Q, QD, QDD = jnp.array([0.3, -0.4]), jnp.array([0.5, 0.2]), jnp.array([-1.0, 2.0])
+
+
+_CC = kinematics.PlanarConstantCurvature(LENGTH)
+
+
+def _robot(kinematics_map=None, mass=1.0):
+    """Two revolute rigid links (cheap to compile: most tests here are about the entry, not the
+    bodies); with `kinematics_map`, a revolute rigid link and a constant-curvature segment
+    through it (the map is part of the tree definition: robots with the same map share a
+    structure)."""
+    rigid = sr.RigidBody(mass, (0.0, 0.0, -0.1), 1e-3 * jnp.eye(3))
+    if kinematics_map is None:
+        second = sr.Link(
+            joints.Revolute((1, 0, 0)), sr.RigidBody(0.5, (0.1, 0.0, -0.1), 1e-3 * jnp.eye(3))
+        )
+    else:
+        body = sr.SoftBody(kinematics_map, VOLUME, density=1000.0, n_q=1)
+        second = sr.Link(joints.Fixed(), body)
+    return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid), second])
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return _robot()
+
+
+@pytest.fixture
+def checked_calls(monkeypatch):
+    """How often the checked path ran (it checks the states; the fast path never calls it)."""
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return check_states(*args, **kwargs)
+
+    check_states = _entry.check_states
+    monkeypatch.setattr(_entry, "check_states", counting)
+    return calls
+
+
+def _assert_same(a, b, rtol=1e-13):
+    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        assert x.dtype == y.dtype and x.shape == y.shape
+        np.testing.assert_allclose(x, y, rtol=rtol, atol=1e-14)
+
+
+def _error(fn):
+    try:
+        fn()
+    except Exception as err:
+        return type(err), str(err)
+    return None
+
+
+def test_repeated_eager_calls_trace_once_and_specialize(monkeypatch, checked_calls):
+    monkeypatch.setattr(_fastpath, "SPECIALIZE_AFTER", 3)
+    monkeypatch.setattr(_fastpath, "AMORTIZE", 0.0)
+    traces = []
+
+    def counted(x, q):
+        traces.append(1)
+        return _CC(x, q)
+
+    robot = _robot(counted)
+    built = len(traces)
+    first = sr.inverse_dynamics(robot, Q, QD, QDD)
+    traced = len(traces)
+    assert traced > built
+    for _ in range(2):  # calls 2 and 3 run the shared program: no tracing
+        sr.inverse_dynamics(robot, Q, QD, 2.0 * QDD)
+    assert len(traces) == traced
+    (entry,) = _fastpath.handle(robot).entries.values()
+    assert entry.specialized  # after its third call
+    special = sr.inverse_dynamics(robot, Q, QD, QDD)  # traced once more: the robot's own program
+    retraced = len(traces)
+    assert retraced > traced
+    for _ in range(5):
+        sr.inverse_dynamics(robot, 2.0 * Q, QD, QDD)
+    assert len(traces) == retraced
+    assert not checked_calls
+    _assert_same(special, first)
+    with _fastpath.disabled():
+        _assert_same(sr.inverse_dynamics(robot, Q, QD, QDD), first)
+    assert checked_calls
+
+
+CASES = {
+    "inverse_dynamics": lambda r: sr.inverse_dynamics(r, Q, QD, QDD),
+    "keywords and numpy": lambda r: sr.inverse_dynamics(r, qdd=QDD, q=Q, qd=np.asarray(QD)),
+    "loads": lambda r: sr.inverse_dynamics(r, Q, QD, QDD, loads=sr.Wrench(1, (1.0, 0.0, 2.0))),
+    "forward dynamics": lambda r: sr.forward_dynamics(r, Q, QD, QDD),
+    "static option, named tuple": lambda r: sr.dynamics_terms(r, Q, QD, parts=True),
+    "lists and integers": lambda r: sr.mass_matrix(r, [0, 1]),
+    "float32 and float64": lambda r: sr.mass_matrix(r, Q.astype(jnp.float32)),
+    "inputs u": lambda r: sr.actuation_force(r, Q, QDD),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fast_path_returns_the_checked_paths_results(robot, checked_calls, case):
+    fast = CASES[case](robot)
+    assert not checked_calls, "the call took the checked path"
+    with _fastpath.disabled():
+        _assert_same(fast, CASES[case](robot))
+
+
+def test_specialized_programs_return_the_checked_paths_results(robot, monkeypatch):
+    monkeypatch.setattr(_fastpath, "SPECIALIZE_AFTER", 1)
+    monkeypatch.setattr(_fastpath, "AMORTIZE", 0.0)
+    case = CASES["static option, named tuple"]
+    shared = case(robot)
+    special = case(robot)
+    with _fastpath.disabled():
+        _assert_same(special, case(robot), rtol=1e-12)
+    _assert_same(special, shared, rtol=1e-12)
+
+
+BAD = {
+    "NaN state": lambda r: sr.inverse_dynamics(r, Q, QD.at[1].set(jnp.nan), QDD),
+    "inf input": lambda r: sr.forward_dynamics(r, Q, QD, QDD.at[0].set(jnp.inf)),
+    "shape": lambda r: sr.inverse_dynamics(r, jnp.zeros(3), QD, QDD),
+    "batch": lambda r: sr.mass_matrix(r, jnp.zeros((4, 2))),
+    "complex": lambda r: sr.mass_matrix(r, jnp.array([0.1j, 0.0])),
+    "string": lambda r: sr.kinetic_energy(r, "q", QD),
+    "missing argument": lambda r: sr.inverse_dynamics(r, Q, QD),
+    "unknown keyword": lambda r: sr.inverse_dynamics(r, Q, QD, QDD, qddd=QDD),
+    "inputs shape": lambda r: sr.forward_dynamics(r, Q, QD, jnp.zeros(3)),
+    "load link": lambda r: sr.inverse_dynamics(r, Q, QD, QDD, loads=sr.Wrench(3, (1.0, 0, 0))),
+    "unhashable option": lambda r: sr.dynamics_terms(r, Q, QD, parts=[True]),
+    "overflow": lambda r: sr.inverse_dynamics(r, Q, jnp.array([1e200, 0.0]), QDD),
+    "not a robot": lambda r: sr.mass_matrix("robot", Q),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_errors_are_the_checked_paths(robot, monkeypatch, case):
+    monkeypatch.setattr(_fastpath, "SPECIALIZE_AFTER", 1)
+    monkeypatch.setattr(_fastpath, "AMORTIZE", 0.0)
+    sr.inverse_dynamics(robot, Q, QD, QDD)
+    sr.forward_dynamics(robot, Q, QD, QDD)  # both specialized from here on
+    fast = _error(lambda: BAD[case](robot))
+    with _fastpath.disabled():
+        checked = _error(lambda: BAD[case](robot))
+    assert fast is not None
+    assert fast == checked
+
+
+def test_a_bad_state_raises_before_anything_runs(robot, capfd):
+    sr.inverse_dynamics(robot, Q, QD, QDD)
+    capfd.readouterr()
+    with pytest.raises(ValueError, match=r"qdd contains non-finite values \(NaN or inf\) at index"):
+        sr.inverse_dynamics(robot, Q, QD, jnp.array([0.0, jnp.nan]))
+    # the fast program's fault branch raises nothing: no callback traceback on stderr
+    assert capfd.readouterr().err == ""
+
+
+def test_transformations_take_the_checked_path(robot, checked_calls):
+    eager = sr.inverse_dynamics(robot, Q, QD, QDD)
+    mass = sr.mass_matrix(robot, Q)
+    assert not checked_calls
+    jitted = jax.jit(lambda q: sr.inverse_dynamics(robot, q, QD, QDD))(Q)
+    batched = jax.vmap(lambda q: sr.inverse_dynamics(robot, q, QD, QDD))(jnp.stack([Q, Q]))
+    # M = ∂ID/∂q̈
+    jacobian = jax.jacfwd(lambda qdd: sr.inverse_dynamics(robot, Q, QD, qdd))(QDD)
+    assert checked_calls
+    _assert_same(jitted, eager, rtol=1e-12)
+    _assert_same(batched[1], eager, rtol=1e-12)
+    np.testing.assert_allclose(jacobian, mass, rtol=1e-12, atol=1e-14)
+
+
+def test_a_robot_built_inside_jit_has_no_handle(robot):
+    def run(mass):
+        traced = _robot(mass=mass)
+        assert _fastpath.handle(traced) is None
+        return sr.inverse_dynamics(traced, Q, QD, QDD)
+
+    _assert_same(jax.jit(run)(1.0), sr.inverse_dynamics(_robot(), Q, QD, QDD), rtol=1e-12)
+
+
+def test_a_robot_of_a_known_structure_compiles_nothing():
+    def pendulum(mass):
+        body = sr.RigidBody(mass, (0.0, 0.0, -0.2), 1e-3 * jnp.eye(3))
+        return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), body)])
+
+    robots = [pendulum(1.0), pendulum(2.0)]
+    one = jnp.ones(1)
+    results = [sr.inverse_dynamics(r, one, one, one) for r in robots]
+    (entry_a,) = _fastpath.handle(robots[0]).entries.values()
+    (entry_b,) = _fastpath.handle(robots[1]).entries.values()
+    assert entry_a.program is entry_b.program
+    assert entry_a.program._cache_size() == 1
+    assert not np.allclose(results[0], results[1])
+
+
+def test_handles_do_not_keep_their_robot_alive(monkeypatch):
+    monkeypatch.setattr(_fastpath, "SPECIALIZE_AFTER", 1)
+    monkeypatch.setattr(_fastpath, "AMORTIZE", 0.0)
+    robot = _robot()
+    for _ in range(3):
+        sr.mass_matrix(robot, Q)
+    assert next(iter(_fastpath.handle(robot).entries.values())).specialized
+    alive = weakref.ref(robot)
+    del robot
+    gc.collect()
+    assert alive() is None
+
+
+def test_checks_inside_flagging_become_flags_on_their_own_trace_only():
+    """`raise_if` under `flagging` records the flag of a check on the anchor's trace (no host
+    callback); a check on a nested transformation's values (here `vmap`) keeps raising."""
+    msg = ("x is negative",)
+
+    def program(x):
+        with _checks.flagging(x) as flags:
+            y = _checks.raise_if(x, jnp.any(x < 0), jnp.zeros((), int), msg)
+            z = jax.vmap(lambda v: _checks.raise_if(v, v < -5, 0, msg))(x)
+        return y, z, flags[0] if flags else None, len(flags)
+
+    y, z, flag, count = jax.jit(program)(jnp.array([1.0, -2.0]))
+    assert count == 1 and bool(flag)
+    np.testing.assert_array_equal(y, [1.0, -2.0])
+    np.testing.assert_array_equal(z, y)
+    with pytest.raises(Exception, match="x is negative"):
+        jax.block_until_ready(jax.jit(program)(jnp.array([1.0, -6.0])))
+
+
+def test_fast_programs_have_no_host_callback():
+    """The shared programs (a robot's first calls) carry their checks as a flag: no host
+    callback, so JAX's persistent compilation cache stores them (`enable_compilation_cache`)."""
+    robot = _robot()  # a robot of its own: its first call, not specialized yet
+    sr.forward_dynamics(robot, Q, QD, QDD)  # its Cholesky factor is checked inside the core
+    h = _fastpath.handle(robot)
+    entry = next(e for (sig, _), e in h.entries.items() if sig.name == "forward_dynamics")
+    assert not entry.specialized
+    text = entry.program.lower(h.leaves, (Q, QD, QDD), ()).as_text()
+    assert "callback" not in text
+    # the test sees a check's callback where there is one
+    checked = jax.jit(lambda q: _checks.raise_if(q, q[0] < 0, 0, ("negative",))).lower(Q)
+    assert "callback" in checked.as_text()
+
+
+_CACHED = """
+import json, sys
+import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+import softrigid as sr
+from softrigid import joints
+
+events = []
+jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
+sr.enable_compilation_cache(sys.argv[1])
+body = sr.RigidBody(1.5, (0.0, 0.0, -0.2), 1e-3 * jnp.eye(3))
+robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), body), sr.Link(joints.Revolute((1, 0, 0)), body)])
+events.clear()
+qdd = sr.forward_dynamics(robot, jnp.array([0.3, -0.2]), jnp.array([0.1, 0.4]), jnp.zeros(2))
+print(json.dumps({"qdd": qdd.tolist(),
+                  "hits": events.count("/jax/compilation_cache/cache_hits"),
+                  "misses": events.count("/jax/compilation_cache/cache_misses")}))
+"""
+
+
+def test_a_second_process_loads_the_first_call_from_the_cache(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    def run():
+        argv = [sys.executable, "-c", _CACHED, str(tmp_path)]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=300)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    first, second = run(), run()
+    assert first["misses"] >= 1 and any(tmp_path.iterdir())
+    assert second["misses"] == 0 and second["hits"] >= 1
+    np.testing.assert_array_equal(second["qdd"], first["qdd"])
+
+
+def test_enable_compilation_cache_refuses_bad_arguments(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with pytest.raises(ValueError, match="directory: cannot create"):
+        sr.enable_compilation_cache(blocked / "cache")
+    with pytest.raises(ValueError, match="min_compile_time_s must be non-negative"):
+        sr.enable_compilation_cache(tmp_path, min_compile_time_s=-1.0)
+    with pytest.raises(TypeError, match="min_compile_time_s must be a number"):
+        sr.enable_compilation_cache(tmp_path, min_compile_time_s="1")

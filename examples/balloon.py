@@ -316,4 +316,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
     main()

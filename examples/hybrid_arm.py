@@ -46,9 +46,10 @@ the plant, kept while it contracts) runs at `DT` = 2.5 ms. At 5 ms its Newton it
 at t = 4.74 s, during the swing-up, even with 60 iterations (measured). Our explanation, not
 verified: the iteration matrix leaves out the controllers' feedback, and the PFBL's torques
 carry the gripper's stiff forces (`h̄_y = h_y − M_yz M_zz⁻¹ h_z`). The first call is dominated by tracing and
-compiling that program (README, "Seed 003, Simulation 2"). JAX's persistent compilation cache
-is not enabled: it would not store the simulation program, which carries the progress report
-(JAX caches no program with host callbacks), and it cannot save the tracing.
+compiling that program (README, "Seed 003, Simulation 2"). The persistent compilation cache
+(`sr.enable_compilation_cache`) stores the eager calls' programs, not the simulation program,
+which carries the progress report (JAX caches no program with host callbacks), and it cannot
+save the tracing.
 
 Writes to `--out` (default `out/hybrid_arm`): `coordinates.png`, `inputs.png`,
 `snapshots.png`, `robot.pvd` (+ `robot/`: the whole robot for ParaView) and `summary.json`.
@@ -428,4 +429,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
     main()

@@ -230,4 +230,5 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
+    sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
     main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("out/tendon_arm_equilibrium"))

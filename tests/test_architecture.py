@@ -386,8 +386,7 @@ def test_core_modules_never_import_higher_layers():
 
 def test_inverse_dynamics_derivatives(arm):
     """The public derivatives are those of `ν = ID(q, q̇, q̈)` (whatever the actuators), against
-    `jax.jacfwd` and central differences; the integrators' residual variant those of
-    `ν − A(q) u`, i.e. the public ones minus the actuation's."""
+    `jax.jacfwd` and central differences."""
     q, qd, qdd = _state(3, arm.n_q)
     u = jnp.array([0.4, 2.0])
     d = sr.inverse_dynamics_derivatives(arm, q, qd, qdd)
@@ -408,7 +407,18 @@ def test_inverse_dynamics_derivatives(arm):
     fd_qd = np.stack([(nu(q, qd + h * e) - nu(q, qd - h * e)) / (2 * h) for e in eye], 1)
     np.testing.assert_allclose(d.d_q, fd_q, rtol=1e-6, atol=1e-7 * float(np.abs(fd_q).max()))
     np.testing.assert_allclose(d.d_qd, fd_qd, rtol=1e-6, atol=1e-7 * float(np.abs(fd_qd).max()))
-    # the residual r = ν − A(q) u: ∂r/∂q = ∂ν/∂q − ∂(A(q) u)/∂q, ∂r/∂q̇ = ∂ν/∂q̇
+    with pytest.raises(TypeError, match="u"):
+        sr.inverse_dynamics_derivatives(arm, q, qd, qdd, u=u)
+
+
+@pytest.mark.slow
+def test_residual_derivatives_are_the_public_ones_minus_the_actuation(arm):
+    """The integrators' residual r = ν − A(q) u: ∂r/∂q = ∂ν/∂q − ∂(A(q) u)/∂q, ∂r/∂q̇ = ∂ν/∂q̇
+    (a second compilation of the derivatives, 20 s: slow; the implicit integrators' tests use
+    it in every run)."""
+    q, qd, qdd = _state(3, arm.n_q)
+    u = jnp.array([0.4, 2.0])
+    d = sr.inverse_dynamics_derivatives(arm, q, qd, qdd)
     core = jax.jit(residual_derivatives)(arm, q, qd, qdd, check_loads(arm, None), u)
     force = sr.actuation_force(arm, q, u)
     d_force = jax.jacfwd(lambda x: sr.actuation_force(arm, x, u))(q)
@@ -416,10 +426,9 @@ def test_inverse_dynamics_derivatives(arm):
     np.testing.assert_allclose(core.mass_matrix, d.mass_matrix, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(core.d_q, d.d_q - d_force, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(core.d_qd, d.d_qd, rtol=1e-10, atol=1e-10)
-    with pytest.raises(TypeError, match="u"):
-        sr.inverse_dynamics_derivatives(arm, q, qd, qdd, u=u)
 
 
+@pytest.mark.slow
 def test_inverse_dynamics_derivatives_on_a_mixed_chain_with_loads():
     """Link-local derivatives (one group of identical links, a free base) with a point load on a
     soft body and a world wrench: equal to central differences of the public inverse dynamics

@@ -138,6 +138,7 @@ def _derivative_case():
     return fd, jax.jacfwd(fd("cholesky"), argnums=(0, 1))(q, qd), (q, qd)
 
 
+@pytest.mark.slow
 def test_reverse_mode_matches_the_cholesky_path():
     # reverse mode through the two scans and the unrolled Cholesky factorizations against
     # forward mode through the Cholesky path

@@ -1,4 +1,8 @@
-"""Shared timing helpers for the benchmarks: JSON lines, first call vs steady state."""
+"""Shared timing helpers for the benchmarks: JSON lines, first call vs steady state, pinning.
+
+JAX is imported inside the helpers, not here, so that a script can call `pin_cores` before JAX
+(or NumPy) starts its threads: `from _timing import pin_cores; pin_cores(1)`, then `import jax`.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +14,25 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import jax
+__all__ = ["emit", "load", "machine", "pin_cores", "time_call", "time_first_call"]
 
-__all__ = ["emit", "machine", "time_call", "time_first_call"]
+
+def pin_cores(n: int) -> None:
+    """Restrict this process to the first `n` cores (`n <= 0`: no restriction). Call it before
+    importing JAX or NumPy: threads started earlier keep their affinity."""
+    if n > 0 and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, set(range(n)))
+
+
+def load() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (`None` where the system has none)."""
+    return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
 
 
 def machine() -> dict[str, Any]:
-    """What ran the benchmark."""
+    """What ran the benchmark (and the load average when it was asked)."""
+    import jax
+
     return {
         "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(),
@@ -25,6 +41,8 @@ def machine() -> dict[str, Any]:
         "device": str(jax.devices()[0]),
         "jax": jax.__version__,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "load": load(),
     }
 
 
@@ -37,6 +55,8 @@ def emit(name: str, **fields: Any) -> dict[str, Any]:
 
 def time_first_call(fn: Callable[[], Any]) -> float:
     """Seconds for the first call (trace + compile + run)."""
+    import jax
+
     start = time.perf_counter()
     jax.block_until_ready(fn())
     return time.perf_counter() - start
@@ -45,6 +65,8 @@ def time_first_call(fn: Callable[[], Any]) -> float:
 def time_call(fn: Callable[[], Any], repeats: int = 7, min_time: float = 0.05) -> dict[str, float]:
     """Per-call seconds of an already compiled `fn`: median and spread (min, max) over
     `repeats` batches, each batch long enough (`min_time`) to swamp the timer's resolution."""
+    import jax
+
     jax.block_until_ready(fn())
     number = 1
     while True:

@@ -49,6 +49,7 @@ __all__ = [
     "FD",
     "GRAVITY",
     "RigidLink",
+    "batch_states",
     "max_relative",
     "pin_aba",
     "pin_rigid_chain",
@@ -276,6 +277,14 @@ def softrigid_articulated_fd(robot: sr.Robot) -> FD:
         return articulated_accelerations(robot, q, qd, tau)
 
     return fd
+
+
+def batch_states(
+    state_fn: Callable[[int, int], tuple[np.ndarray, ...]], n: int, batch: int
+) -> tuple[jax.Array, ...]:
+    """`batch` seeded states `state_fn(n, 10_000 + k)` stacked along a leading axis (for `vmap`)."""
+    rows = [state_fn(n, 10_000 + k) for k in range(batch)]
+    return tuple(jnp.asarray(np.stack(col)) for col in zip(*rows))
 
 
 def max_relative(reference: FD, other: FD, states: list[tuple[np.ndarray, ...]]) -> float:

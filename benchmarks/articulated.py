@@ -43,11 +43,6 @@ except ImportError:  # run as a module
     from benchmarks import _peers_pcs as pcs
 
 
-def _batch_states(state_fn, n: int, batch: int) -> tuple[jnp.ndarray, ...]:
-    rows = [state_fn(n, 10_000 + k) for k in range(batch)]
-    return tuple(jnp.asarray(np.stack(col)) for col in zip(*rows))
-
-
 def _time(fd, state) -> dict[str, float]:
     first = time_first_call(lambda: fd(*state))
     return {"first_s": first, **time_call(lambda: fd(*state))}
@@ -98,7 +93,7 @@ def _candidates(chain: str, n: int, use_peers: bool) -> dict:
 def measure(chain: str, n: int, batch: int, use_peers: bool) -> None:
     state_fn = peers.rigid_state if chain == "rigid" else pcs.planar_pcs_state
     state = tuple(jnp.asarray(x) for x in state_fn(n, n))
-    states = _batch_states(state_fn, n, batch) if batch else None
+    states = peers.batch_states(state_fn, n, batch) if batch else None
     fds = _candidates(chain, n, use_peers)
     per_call, per_state = {}, {}
     for name, fd in fds.items():

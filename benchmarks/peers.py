@@ -54,15 +54,14 @@ import softrigid as sr
 from softrigid._articulated import choose_solver
 
 try:
-    import _peers as rigid
-    import _peers_pcs as pcs
+    import _peers
+    import _peers_pcs
     from scaling import build_chain
 except ImportError:  # run as a module
-    from benchmarks import _peers as rigid
-    from benchmarks import _peers_pcs as pcs
+    from benchmarks import _peers, _peers_pcs
     from benchmarks.scaling import build_chain
 
-FD = rigid.FD
+FD = _peers.FD
 State = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 TABLE = ("planar_pcs_1", "planar_pcs_8", "planar_pcs_16", "spatial_pcs_4", "rigid_6", "rigid_30")
@@ -83,19 +82,27 @@ class Family(NamedTuple):
 
 
 def _pin_fd(n: int) -> FD:
-    model, data = rigid.pin_rigid_chain(n, seed=n)
-    return functools.partial(rigid.pin_aba, model, data)
+    model, data = _peers.pin_rigid_chain(n, seed=n)
+    return functools.partial(_peers.pin_aba, model, data)
 
 
 FAMILIES = {
-    "planar_pcs": Family(pcs.planar_pcs_chain, pcs.planar_pcs_state, pcs.soromox_planar_pcs, None),
+    "planar_pcs": Family(
+        _peers_pcs.planar_pcs_chain,
+        _peers_pcs.planar_pcs_state,
+        _peers_pcs.soromox_planar_pcs,
+        None,
+    ),
     "spatial_pcs": Family(
-        pcs.spatial_pcs_chain, pcs.spatial_pcs_state, pcs.soromox_spatial_pcs, None
+        _peers_pcs.spatial_pcs_chain,
+        _peers_pcs.spatial_pcs_state,
+        _peers_pcs.soromox_spatial_pcs,
+        None,
     ),
     "rigid": Family(
-        lambda n: rigid.rigid_chain(n, seed=n),
-        rigid.rigid_state,
-        lambda n: rigid.soromox_rigid_chain(n, seed=n),
+        lambda n: _peers.rigid_chain(n, seed=n),
+        _peers.rigid_state,
+        lambda n: _peers.soromox_rigid_chain(n, seed=n),
         _pin_fd,
     ),
 }
@@ -123,10 +130,10 @@ def candidates(family: str, n: int, other_solver: bool) -> tuple[dict[str, FD | 
     spec = FAMILIES[family]
     robot = spec.softrigid(n)
     solver = choose_solver("forward_dynamics", robot, "auto")
-    fds: dict[str, FD | None] = {"softrigid": rigid.softrigid_fd(robot)}
+    fds: dict[str, FD | None] = {"softrigid": _peers.softrigid_fd(robot)}
     if other_solver:
         other = "cholesky" if solver == "articulated" else "articulated"
-        fds[f"softrigid.{other}"] = rigid.softrigid_fd(robot, other)
+        fds[f"softrigid.{other}"] = _peers.softrigid_fd(robot, other)
     versions = peer_versions()
     if spec.soromox is not None:
         fds["soromox"] = spec.soromox(n) if versions["soromox"] else None
@@ -141,13 +148,6 @@ def per_call(call: Callable[[], Any], quick: bool) -> dict[str, float]:
     repeats, min_time = (3, 0.02) if quick else (9, 0.1)
     timing = time_call(call, repeats=repeats, min_time=min_time)
     return {"first_s": first, **timing}
-
-
-def batch_states(
-    state_fn: Callable[[int, int], State], n: int, batch: int
-) -> tuple[jax.Array, ...]:
-    rows = [state_fn(n, 10_000 + k) for k in range(batch)]
-    return tuple(jnp.asarray(np.stack(col)) for col in zip(*rows))
 
 
 def per_state(fd: FD, states: tuple[jax.Array, ...], quick: bool) -> dict[str, float]:
@@ -191,7 +191,7 @@ def measure(name: str, batches: tuple[int, ...], quick: bool) -> dict[str, Any]:
 
     batched: dict[str, dict[str, dict[str, float] | None]] = {}
     for size in batches:
-        states = batch_states(spec.state, n, size)
+        states = _peers.batch_states(spec.state, n, size)
         batched[str(size)] = {
             code: None if fds.get(code) is None else per_state(fds[code], states, quick)
             for code in ("softrigid", "soromox")
@@ -200,7 +200,7 @@ def measure(name: str, batches: tuple[int, ...], quick: bool) -> dict[str, Any]:
 
     checks = [spec.state(n, 1000 + k) for k in range(AGREEMENT_STATES)]
     agreement = {
-        code: None if fd is None else rigid.max_relative(fds["softrigid"], fd, checks)
+        code: None if fd is None else _peers.max_relative(fds["softrigid"], fd, checks)
         for code, fd in fds.items()
         if code != "softrigid"
     }

@@ -7,8 +7,9 @@ revolute joints. Per robot, `q̈` from `(q, q̇, τ)` in float64:
 
 - per call, one state: softrigid's public `forward_dynamics` under `jax.jit` (solver `"auto"`;
   the other solver too, for reference, except with `--quick`), SoRoMoX's `forward_dynamics`
-  under `jax.jit`, Pinocchio's `aba` (C++, per call only); median and minimum over rounds after
-  the first call, which is reported separately (trace + compile + run);
+  under `jax.jit`, Pinocchio's `aba` (C++ through its Python binding, on NumPy arrays; per
+  call only); median and minimum over rounds after the first call, which is reported
+  separately (trace + compile + run);
 - batched: `jax.jit(jax.vmap(fd))` over B states, the time per state, B = 1, 64, 1024 (and
   16384 with `--large`);
 - ratios softrigid / peer, per call and per state at each B (`softrigid/pinocchio` at B is
@@ -82,8 +83,13 @@ class Family(NamedTuple):
 
 
 def _pin_fd(n: int) -> FD:
+    """Pinocchio's `aba` through its binding's cheapest call: contiguous float64 NumPy arrays
+    in, a view of `data.ddq` out, valid until the next call (`_peers.pin_aba` converts and
+    copies, ~2 µs more per call)."""
+    import pinocchio as pin
+
     model, data = _peers.pin_rigid_chain(n, seed=n)
-    return functools.partial(_peers.pin_aba, model, data)
+    return functools.partial(pin.aba, model, data)
 
 
 FAMILIES = {
@@ -185,7 +191,7 @@ def measure(name: str, batches: tuple[int, ...], quick: bool) -> dict[str, Any]:
 
     calls: dict[str, dict[str, float] | None] = {}
     for code, fd in fds.items():
-        # Pinocchio takes NumPy arrays (a JAX array would be copied on every call)
+        # Pinocchio takes NumPy arrays (a JAX array would be converted on every call)
         args = state_np if code == "pinocchio" else state_jax
         calls[code] = None if fd is None else per_call(functools.partial(fd, *args), quick)
 

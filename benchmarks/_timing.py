@@ -14,7 +14,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["emit", "load", "machine", "pin_cores", "time_call", "time_first_call"]
+__all__ = [
+    "emit",
+    "load",
+    "machine",
+    "pin_cores",
+    "time_call",
+    "time_first_call",
+    "time_interleaved",
+]
 
 
 def pin_cores(n: int) -> None:
@@ -62,31 +70,53 @@ def time_first_call(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def time_call(fn: Callable[[], Any], repeats: int = 7, min_time: float = 0.05) -> dict[str, float]:
-    """Per-call seconds of an already compiled `fn`: median and spread (min, max) over
-    `repeats` batches, each batch long enough (`min_time`) to swamp the timer's resolution."""
+def _batch(fn: Callable[[], Any], number: int) -> float:
+    """Seconds for `number` calls of `fn` in a row, waiting for the last result."""
+    import jax
+
+    start = time.perf_counter()
+    for _ in range(number):
+        out = fn()
+    jax.block_until_ready(out)
+    return time.perf_counter() - start
+
+
+def _calibrate(fn: Callable[[], Any], min_time: float) -> int:
+    """The smallest power of two of calls that lasts longer than `min_time`."""
     import jax
 
     jax.block_until_ready(fn())
     number = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(number):
-            out = fn()
-        jax.block_until_ready(out)
-        if time.perf_counter() - start > min_time:
-            break
+    while _batch(fn, number) <= min_time:
         number *= 2
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(number):
-            out = fn()
-        jax.block_until_ready(out)
-        samples.append((time.perf_counter() - start) / number)
+    return number
+
+
+def _summary(samples: list[float], calls: int) -> dict[str, float]:
     return {
         "median_s": statistics.median(samples),
         "min_s": min(samples),
         "max_s": max(samples),
-        "calls": number * repeats,
+        "calls": calls,
     }
+
+
+def time_call(fn: Callable[[], Any], repeats: int = 7, min_time: float = 0.05) -> dict[str, float]:
+    """Per-call seconds of an already compiled `fn`: median and spread (min, max) over
+    `repeats` batches, each batch long enough (`min_time`) to swamp the timer's resolution."""
+    number = _calibrate(fn, min_time)
+    samples = [_batch(fn, number) / number for _ in range(repeats)]
+    return _summary(samples, number * repeats)
+
+
+def time_interleaved(
+    fns: dict[str, Callable[[], Any]], repeats: int = 7, min_time: float = 0.05
+) -> dict[str, dict[str, float]]:
+    """`time_call` of several compiled functions, their batches interleaved round by round, so
+    that a change of the machine's load hits them alike and their ratios stay meaningful."""
+    numbers = {name: _calibrate(fn, min_time) for name, fn in fns.items()}
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            samples[name].append(_batch(fn, numbers[name]) / numbers[name])
+    return {name: _summary(samples[name], numbers[name] * repeats) for name in fns}

@@ -8,7 +8,8 @@ revolute joints. Per robot, `q̈` from `(q, q̇, τ)` in float64:
 - per call, one state: softrigid's public `forward_dynamics` under `jax.jit` (solver `"auto"`;
   the other solver too, for reference, except with `--quick`), SoRoMoX's `forward_dynamics`
   under `jax.jit`, Pinocchio's `aba` (C++ through its Python binding, on NumPy arrays; per
-  call only); median and minimum over rounds after the first call, which is reported
+  call only); median and minimum over 9 rounds, the codes of a row interleaved round by
+  round (a change of load hits them alike), after the first call, which is reported
   separately (trace + compile + run);
 - batched: `jax.jit(jax.vmap(fd))` over B states, the time per state, B = 1, 64, 1024 (and
   16384 with `--large`);
@@ -34,9 +35,17 @@ import argparse
 import sys
 
 try:
-    from _timing import emit, load, machine, pin_cores, time_call, time_first_call
+    from _timing import emit, load, machine, pin_cores, time_call, time_first_call, time_interleaved
 except ImportError:  # run as a module
-    from benchmarks._timing import emit, load, machine, pin_cores, time_call, time_first_call
+    from benchmarks._timing import (
+        emit,
+        load,
+        machine,
+        pin_cores,
+        time_call,
+        time_first_call,
+        time_interleaved,
+    )
 
 if __name__ == "__main__":
     pin_cores(int(sys.argv[sys.argv.index("--cores") + 1]) if "--cores" in sys.argv else 1)
@@ -148,25 +157,29 @@ def candidates(family: str, n: int, other_solver: bool) -> tuple[dict[str, FD | 
     return fds, solver
 
 
-def per_call(call: Callable[[], Any], quick: bool) -> dict[str, float]:
-    """First call and steady-state seconds per call of `call()`."""
-    first = time_first_call(call)
-    repeats, min_time = (3, 0.02) if quick else (9, 0.1)
-    timing = time_call(call, repeats=repeats, min_time=min_time)
-    return {"first_s": first, **timing}
+def _rounds(quick: bool) -> tuple[int, float]:
+    """`(repeats, min_time)` of the timing: 9 rounds of at least 0.1 s each, fewer with `--quick`."""
+    return (3, 0.02) if quick else (9, 0.1)
 
 
-def per_state(fd: FD, states: tuple[jax.Array, ...], quick: bool) -> dict[str, float]:
-    """First call and seconds per state of `jit(vmap(fd))` over the batch."""
-    batched = jax.jit(jax.vmap(fd))
-    first = time_first_call(lambda: batched(*states))
-    repeats, min_time = (3, 0.02) if quick else (5, 0.1)
-    timing = time_call(lambda: batched(*states), repeats=repeats, min_time=min_time)
-    size = states[0].shape[0]
+def timed(
+    calls: dict[str, Callable[[], Any] | None], quick: bool, size: int = 1
+) -> dict[str, dict[str, float] | None]:
+    """The first call of each (trace + compile + run), then seconds per call, divided by the
+    batch `size` (per state), with the codes interleaved round by round (`time_interleaved`:
+    a change of load hits them alike); `None` for an absent peer."""
+    present = {code: call for code, call in calls.items() if call is not None}
+    first = {code: time_first_call(call) for code, call in present.items()}
+    timing = time_interleaved(present, *_rounds(quick))
     return {
-        "first_s": first,
-        "per_state_s": timing["median_s"] / size,
-        "min_per_state_s": timing["min_s"] / size,
+        code: None
+        if code not in present
+        else {
+            "first_s": first[code],
+            "median_s": timing[code]["median_s"] / size,
+            "min_s": timing[code]["min_s"] / size,
+        }
+        for code in calls
     }
 
 
@@ -189,20 +202,27 @@ def measure(name: str, batches: tuple[int, ...], quick: bool) -> dict[str, Any]:
     state_np = spec.state(n, n)
     state_jax = tuple(jnp.asarray(x) for x in state_np)
 
-    calls: dict[str, dict[str, float] | None] = {}
-    for code, fd in fds.items():
-        # Pinocchio takes NumPy arrays (a JAX array would be converted on every call)
-        args = state_np if code == "pinocchio" else state_jax
-        calls[code] = None if fd is None else per_call(functools.partial(fd, *args), quick)
-
-    batched: dict[str, dict[str, dict[str, float] | None]] = {}
+    # Pinocchio takes NumPy arrays (a JAX array would be converted on every call)
+    calls = timed(
+        {
+            code: None
+            if fd is None
+            else functools.partial(fd, *(state_np if code == "pinocchio" else state_jax))
+            for code, fd in fds.items()
+        },
+        quick,
+    )
+    batched = {}
     for size in batches:
         states = _peers.batch_states(spec.state, n, size)
-        batched[str(size)] = {
-            code: None if fds.get(code) is None else per_state(fds[code], states, quick)
+        vmapped = {
+            code: None
+            if fds[code] is None
+            else functools.partial(jax.jit(jax.vmap(fds[code])), *states)
             for code in ("softrigid", "soromox")
             if code in fds
         }
+        batched[str(size)] = timed(vmapped, quick, size)
 
     checks = [spec.state(n, 1000 + k) for k in range(AGREEMENT_STATES)]
     agreement = {
@@ -212,7 +232,7 @@ def measure(name: str, batches: tuple[int, ...], quick: bool) -> dict[str, Any]:
     }
 
     per_call_us = _pick(calls, "median_s", 1e6)
-    batched_us = {size: _pick(row, "per_state_s", 1e6) for size, row in batched.items()}
+    batched_us = {size: _pick(row, "median_s", 1e6) for size, row in batched.items()}
     peers_here = [code for code in ("soromox", "pinocchio") if code in fds]
     batched_ratio = {}
     for size, row in batched_us.items():
@@ -234,9 +254,7 @@ def measure(name: str, batches: tuple[int, ...], quick: bool) -> dict[str, Any]:
             f"softrigid/{p}": _ratio(per_call_us["softrigid"], per_call_us[p]) for p in peers_here
         },
         batched_per_state_us=batched_us,
-        batched_min_per_state_us={
-            size: _pick(row, "min_per_state_s", 1e6) for size, row in batched.items()
-        },
+        batched_min_per_state_us={size: _pick(row, "min_s", 1e6) for size, row in batched.items()},
         batched_first_call_s={size: _pick(row, "first_s") for size, row in batched.items()},
         batched_ratio=batched_ratio,
         agreement=agreement,
@@ -252,14 +270,16 @@ def measure_iid(quick: bool) -> dict[str, Any]:
     robot = build_chain(n, *rule)
     iid = jax.jit(lambda q, qd, qdd: sr.inertial_inverse_dynamics(robot, q, qd, qdd))
     ones = jnp.ones(n)
-    timing = per_call(lambda: iid(ones, ones, ones), quick)
+    call = functools.partial(iid, ones, ones, ones)
+    first = time_first_call(call)
+    timing = time_call(call, *_rounds(quick))
     return emit(
         "peers.iid_planar_cc",
         n_bodies=n,
         quadrature=list(rule),
         per_call_us=1e6 * timing["median_s"],
         min_us=1e6 * timing["min_s"],
-        first_call_s=timing["first_s"],
+        first_call_s=first,
         target_us=IID_TARGET_US,
         ratio_to_target=1e6 * timing["median_s"] / IID_TARGET_US,
         load=load(),

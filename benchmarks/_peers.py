@@ -1,33 +1,23 @@
-"""The robots of the forward-dynamics benchmark, built the same in softrigid, Pinocchio and SoRoMoX.
-
-Two families, N = 1 … 100 bodies:
+"""The rigid robot of the forward-dynamics benchmarks, built the same in softrigid, Pinocchio and
+SoRoMoX, and the forward-dynamics callables shared by the benchmarks.
 
 - `rigid_chain(n, seed)`: n revolute joints in series, each followed by a rigid body (seeded
   random axes, joint origins, masses 0.5–2 kg, inertias and centres of mass; no springs or
   dampers; gravity (0, 0, −9.81) m/s²). Peers: Pinocchio's ABA (`pin_rigid_chain`, `pin_aba`)
   and SoRoMoX's `ArticulatedSoftRobot`, whose `forward_dynamics` is an O(N) articulated-body
   recursion (`soromox_rigid_chain`).
-- `planar_pcs_chain(n)`: n planar piecewise-constant-strain segments (bend, axial, shear) in
-  series. Peer: SoRoMoX's `PlanarPCS` with n segments (`soromox_planar_pcs`), dense mass matrix
-  and Cholesky solve.
 
-Conventions (checked by the self-check below, `python benchmarks/_peers.py`):
+The piecewise-constant-strain robots (planar and spatial, softrigid and SoRoMoX) are in
+`benchmarks/_peers_pcs.py`.
 
-- Rigid chain. softrigid link i is joint i, then body i, the body given in the frame after the
-  joint; the joint origin is the placement of the joint frame in body i−1's distal frame, and
-  `RigidBody(distal=(R_d, t_d))` the placement of that distal frame in the body frame. So the
-  placement of joint i in the frame of joint i−1 (Pinocchio's `jointPlacement`) is
-  `D_{i−1} · O_i`; SoRoMoX's tip has no rotation, so its `tip_position` is `t_d` and the
-  distal rotation moves into the next `parent_to_joint_transform = (R_d R_O, R_d t_O)`.
-  Coordinates, velocities and generalized forces are the same in all three codes.
-- Planar PCS. SoRoMoX's local `(x, y, z)` (x along the rod) is softrigid's `(x3, x1, x2)`, and its
-  `q = (κ_z, σ_x − 1, σ_y)` per segment is `PlanarPCS(strains=("bend", "axial", "shear"))`'s
-  `(Δκ, Δσ3, Δσ1)` with the same signs: positive κ bends towards +x1 (local +y) in both. The
-  state map is the identity. With SoRoMoX's "upright" mounting (`θ0 = π/2`, the rod along world
-  +Y) SoRoMoX's world `(X, Y)` is softrigid's `(−x1, x3)`: softrigid's gravity `(g1, 0, g3)` is
-  SoRoMoX's `(−g1, g3)`. SoRoMoX's stock Gauss–Legendre nodes stop their Newton iteration at
-  float32's epsilon (nodes off by ~3e-8, agreement ~1e-7); `exact_nodes=True` swaps in NumPy's
-  `leggauss` (agreement ~1e-14).
+Conventions (checked by the self-check below, `python benchmarks/_peers.py`): softrigid link i
+is joint i, then body i, the body given in the frame after the joint; the joint origin is the
+placement of the joint frame in body i−1's distal frame, and `RigidBody(distal=(R_d, t_d))` the
+placement of that distal frame in the body frame. So the placement of joint i in the frame of
+joint i−1 (Pinocchio's `jointPlacement`) is `D_{i−1} · O_i`; SoRoMoX's tip has no rotation, so
+its `tip_position` is `t_d` and the distal rotation moves into the next
+`parent_to_joint_transform = (R_d R_O, R_d t_O)`. Coordinates, velocities and generalized forces
+are the same in all three codes.
 
 Every `*_fd` callable maps `(q, q̇, τ)` to `q̈` for generalized forces `τ` (these robots have no
 actuators in softrigid; SoRoMoX's default `IdentityActuator` makes its input `u = τ`).
@@ -56,22 +46,20 @@ if TYPE_CHECKING:
     import soromox
 
 __all__ = [
+    "FD",
     "GRAVITY",
-    "PCS_PARAMS",
-    "PCSParams",
     "RigidLink",
+    "batch_states",
+    "max_relative",
     "pin_aba",
     "pin_rigid_chain",
-    "planar_pcs_chain",
-    "planar_pcs_state",
     "rigid_chain",
     "rigid_chain_links",
     "rigid_state",
     "softrigid_articulated_fd",
     "softrigid_cholesky_fd",
+    "softrigid_fd",
     "soromox_fd",
-    "soromox_planar_pcs",
-    "soromox_planar_pcs_model",
     "soromox_rigid_chain",
     "soromox_rigid_chain_model",
 ]
@@ -241,142 +229,6 @@ def rigid_state(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Planar PCS chain
-# ----------------------------------------------------------------------------------------------
-
-
-class PCSParams(NamedTuple):
-    """One planar PCS segment: a solid circular rod.
-
-    Defaults from SoRoMoX's example `examples/simulation/pcs/simulate_planar_pcs.py`
-    (tud-phi/soromox): L = 0.1 m, r = 0.02 m, ρ = 1070 kg/m³ (Dragon Skin 20), E = 2 kPa,
-    G = 1 kPa, 5 Gauss points per segment, upright mounting (its gravity points up, ours down:
-    `GRAVITY`). Damping: softrigid's `CosseratRod`
-    damps stiffness-proportionally, `D = η K`, `K = L diag(E I, E A, G A)`; SoRoMoX receives the
-    same matrix explicitly (`LinkSpec(damping=η K)`; its `material_damping_coefficient` would give
-    `μ L diag(3I, 3A, A)`, the same only when E = 3G). η = 1 s puts `D` in the range of the
-    example's `1e-3 diag(1, 1e3, 1e3) L` (η = 0.4–4 s per strain).
-    """
-
-    length: float = 0.1
-    radius: float = 0.02
-    density: float = 1070.0
-    young: float = 2e3
-    shear: float = 1e3
-    eta: float = 1.0
-    gauss_points: int = 5
-
-    @property
-    def area(self) -> float:
-        return float(np.pi * self.radius**2)
-
-    @property
-    def second_moment(self) -> float:
-        return float(np.pi * self.radius**4 / 4.0)
-
-    def stiffness(self) -> np.ndarray:
-        """`K = L diag(E I, E A, G A)` on `(κ, σ_axial, σ_shear)`."""
-        return self.length * np.diag(
-            [self.young * self.second_moment, self.young * self.area, self.shear * self.area]
-        )
-
-
-PCS_PARAMS = PCSParams()
-
-
-def planar_pcs_chain(
-    n: int, params: PCSParams = PCS_PARAMS, gravity: tuple[float, float, float] = GRAVITY
-) -> sr.Robot:
-    """n planar PCS segments in series (fixed joints), each a `SoftBody` of
-    `PlanarPCS(L, strains=("bend", "axial", "shear"))` on a solid cylinder rule (Gauss–Legendre in
-    `x3` with `params.gauss_points` nodes, SoRoMoX's; the section rule is exact for the section's
-    second moments) with the Cosserat rod energy of the given section constants."""
-    if n < 1:
-        raise ValueError(f"planar_pcs_chain: n must be >= 1, got {n}")
-    p = params
-    i = p.second_moment
-    material = sr.materials.CosseratRod(
-        p.young, p.shear, area=p.area, second_moments=(i, i), polar=2.0 * i, eta=p.eta
-    )
-    body = sr.SoftBody(
-        sr.kinematics.PlanarPCS(p.length, strains=("bend", "axial", "shear")),
-        sr.quadrature.cylinder(p.radius, p.length, n_axial=p.gauss_points, n_radial=2),
-        p.density,
-        material=material,
-    )
-    return sr.Robot([sr.Link(sr.joints.Fixed(), body) for _ in range(n)], gravity=gravity)
-
-
-def planar_pcs_state(
-    n: int, seed: int, scale: tuple[float, float, float] = (5.0, 0.2, 0.2)
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A seeded random `(q, q̇, τ)` of `planar_pcs_chain(n)`: `q` per segment uniform in
-    `±scale` (κ [1/m], axial, shear: unfolded sections, `σ3 − |κ| r > 0`), `q̇` standard normal,
-    `τ` normal with the size of the elastic forces (1e-4)."""
-    rng = np.random.default_rng(seed)
-    q = rng.uniform(-1.0, 1.0, 3 * n) * np.tile(scale, n)
-    return q, rng.normal(size=3 * n), 1e-4 * rng.normal(size=3 * n)
-
-
-def _exact_gauss(model: soromox.PlanarPCS) -> soromox.PlanarPCS:
-    """`model` with float64 Gauss–Legendre nodes in SoRoMoX's layout (zero-weight endpoints
-    around the interior nodes on [0, 1]) and its cached matrices refreshed."""
-    import equinox as eqx
-
-    x, w = np.polynomial.legendre.leggauss(model.num_gauss_points)
-    points = jnp.concatenate([jnp.zeros(1), 0.5 * (x + 1.0), jnp.ones(1)])
-    weights = jnp.concatenate([jnp.zeros(1), 0.5 * w, jnp.zeros(1)])
-    model = eqx.tree_at(
-        lambda m: (m.integration_points, m.integration_weights), model, (points, weights)
-    )
-    return model._with_refreshed_precomputed_matrices()
-
-
-def soromox_planar_pcs_model(
-    n: int,
-    params: PCSParams = PCS_PARAMS,
-    gravity: tuple[float, float, float] = GRAVITY,
-    exact_nodes: bool = True,
-) -> soromox.PlanarPCS:
-    """`planar_pcs_chain(n, params, gravity)` as SoRoMoX's `PlanarPCS` with n segments
-    (upright mounting, JAX backend; `exact_nodes` replaces its float32-accurate Gauss nodes)."""
-    import soromox as sx
-
-    if gravity[1] != 0.0:
-        raise ValueError(f"the planar PCS chain moves in the x1–x3 plane; gravity {gravity}")
-    p = params
-    spec = sx.LinkSpec.circular(
-        length=p.length,
-        radius=p.radius,
-        density=p.density,
-        reference_strain=[0.0, 1.0, 0.0],
-        young_modulus=p.young,
-        shear_modulus=p.shear,
-        damping=jnp.asarray(p.eta * p.stiffness()),
-    )
-    model = sx.PlanarPCS.from_links(
-        [spec] * n,
-        structure=sx.PlanarPCSStructure(num_gauss_points=p.gauss_points),
-        # softrigid's (g1, 0, g3) is SoRoMoX's world (−g1, g3) under the upright mounting
-        gravity=jnp.asarray([-gravity[0], gravity[2]]),
-        base_pose=jnp.asarray([np.pi / 2, 0.0, 0.0]),
-        backend="jax",
-    )
-    return _exact_gauss(model) if exact_nodes else model
-
-
-def soromox_planar_pcs(
-    n: int,
-    params: PCSParams = PCS_PARAMS,
-    gravity: tuple[float, float, float] = GRAVITY,
-    exact_nodes: bool = True,
-) -> FD:
-    """SoRoMoX's forward dynamics of `planar_pcs_chain(n)` (dense `M`, `C q̇`, `G` assembled from
-    the Gauss-point Jacobians, then Cholesky on the CPU); the state map is the identity."""
-    return soromox_fd(soromox_planar_pcs_model(n, params, gravity, exact_nodes))
-
-
-# ----------------------------------------------------------------------------------------------
 # Forward-dynamics callables
 # ----------------------------------------------------------------------------------------------
 
@@ -389,6 +241,17 @@ def soromox_fd(model: Any) -> FD:
     @jax.jit
     def fd(q: Any, qd: Any, tau: Any) -> jax.Array:
         return model.forward_dynamics(0.0, jnp.concatenate([q, qd]), (tau,))[n:]
+
+    return fd
+
+
+def softrigid_fd(robot: sr.Robot, solver: str = "auto") -> FD:
+    """The public `softrigid.forward_dynamics(robot, q, q̇, τ, solver=solver)`, jitted (with its
+    run-time checks; `"auto"` picks the solver by the number of links)."""
+
+    @jax.jit
+    def fd(q: Any, qd: Any, tau: Any) -> jax.Array:
+        return sr.forward_dynamics(robot, q, qd, tau, solver=solver)
 
     return fd
 
@@ -416,12 +279,15 @@ def softrigid_articulated_fd(robot: sr.Robot) -> FD:
     return fd
 
 
-# ----------------------------------------------------------------------------------------------
-# Self-check
-# ----------------------------------------------------------------------------------------------
+def batch_states(
+    state_fn: Callable[[int, int], tuple[np.ndarray, ...]], n: int, batch: int
+) -> tuple[jax.Array, ...]:
+    """`batch` seeded states `state_fn(n, 10_000 + k)` stacked along a leading axis (for `vmap`)."""
+    rows = [state_fn(n, 10_000 + k) for k in range(batch)]
+    return tuple(jnp.asarray(np.stack(col)) for col in zip(*rows))
 
 
-def _max_relative(reference: FD, other: FD, states: list[tuple[np.ndarray, ...]]) -> float:
+def max_relative(reference: FD, other: FD, states: list[tuple[np.ndarray, ...]]) -> float:
     """`max_states |a − b|_∞ / |a|_∞` of the two forward dynamics."""
     out = 0.0
     for q, qd, tau in states:
@@ -431,7 +297,13 @@ def _max_relative(reference: FD, other: FD, states: list[tuple[np.ndarray, ...]]
     return out
 
 
+# ----------------------------------------------------------------------------------------------
+# Self-check
+# ----------------------------------------------------------------------------------------------
+
+
 def _self_check(sizes: tuple[int, ...] = (1, 3, 8), n_states: int = 5) -> None:
+    """softrigid (Cholesky) against Pinocchio, SoRoMoX and softrigid's articulated recursion."""
     try:
         softrigid_articulated_fd(rigid_chain(1))
         articulated = True
@@ -449,21 +321,8 @@ def _self_check(sizes: tuple[int, ...] = (1, 3, 8), n_states: int = 5) -> None:
         if articulated:
             peers["softrigid.articulated"] = softrigid_articulated_fd(robot)
         for name, fd in peers.items():
-            err = _max_relative(cholesky, fd, states)
+            err = max_relative(cholesky, fd, states)
             print(f"rigid chain   N={n:3d}  softrigid cholesky vs {name:30s} {err:.2e}")
-
-        states = [planar_pcs_state(n, 100 * n + k) for k in range(n_states)]
-        tilted = (3.0, 0.0, -9.81)  # breaks the mirror symmetry x1 → −x1 (the sign of κ)
-        for gravity in (GRAVITY, tilted):
-            cholesky = softrigid_cholesky_fd(planar_pcs_chain(n, gravity=gravity))
-            for exact in (True, False):
-                fd = soromox_planar_pcs(n, gravity=gravity, exact_nodes=exact)
-                err = _max_relative(cholesky, fd, states)
-                nodes = "float64 nodes" if exact else "stock nodes  "
-                print(
-                    f"planar PCS    N={n:3d}  softrigid cholesky vs soromox.PlanarPCS "
-                    f"({nodes}, g={gravity}) {err:.2e}"
-                )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,8 @@
-"""Shared timing helpers for the benchmarks: JSON lines, first call vs steady state."""
+"""Shared timing helpers for the benchmarks: JSON lines, first call vs steady state, pinning.
+
+JAX is imported inside the helpers, not here, so that a script can call `pin_cores` before JAX
+(or NumPy) starts its threads: `from _timing import pin_cores; pin_cores(1)`, then `import jax`.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +14,33 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import jax
+__all__ = [
+    "emit",
+    "load",
+    "machine",
+    "pin_cores",
+    "time_call",
+    "time_first_call",
+    "time_interleaved",
+]
 
-__all__ = ["emit", "machine", "time_call", "time_first_call"]
+
+def pin_cores(n: int) -> None:
+    """Restrict this process to the first `n` cores (`n <= 0`: no restriction). Call it before
+    importing JAX or NumPy: threads started earlier keep their affinity."""
+    if n > 0 and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, set(range(n)))
+
+
+def load() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (`None` where the system has none)."""
+    return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
 
 
 def machine() -> dict[str, Any]:
-    """What ran the benchmark."""
+    """What ran the benchmark (and the load average when it was asked)."""
+    import jax
+
     return {
         "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(),
@@ -25,6 +49,8 @@ def machine() -> dict[str, Any]:
         "device": str(jax.devices()[0]),
         "jax": jax.__version__,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "load": load(),
     }
 
 
@@ -37,34 +63,60 @@ def emit(name: str, **fields: Any) -> dict[str, Any]:
 
 def time_first_call(fn: Callable[[], Any]) -> float:
     """Seconds for the first call (trace + compile + run)."""
+    import jax
+
     start = time.perf_counter()
     jax.block_until_ready(fn())
     return time.perf_counter() - start
 
 
-def time_call(fn: Callable[[], Any], repeats: int = 7, min_time: float = 0.05) -> dict[str, float]:
-    """Per-call seconds of an already compiled `fn`: median and spread (min, max) over
-    `repeats` batches, each batch long enough (`min_time`) to swamp the timer's resolution."""
+def _batch(fn: Callable[[], Any], number: int) -> float:
+    """Seconds for `number` calls of `fn` in a row, waiting for the last result."""
+    import jax
+
+    start = time.perf_counter()
+    for _ in range(number):
+        out = fn()
+    jax.block_until_ready(out)
+    return time.perf_counter() - start
+
+
+def _calibrate(fn: Callable[[], Any], min_time: float) -> int:
+    """The smallest power of two of calls that lasts longer than `min_time`."""
+    import jax
+
     jax.block_until_ready(fn())
     number = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(number):
-            out = fn()
-        jax.block_until_ready(out)
-        if time.perf_counter() - start > min_time:
-            break
+    while _batch(fn, number) <= min_time:
         number *= 2
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(number):
-            out = fn()
-        jax.block_until_ready(out)
-        samples.append((time.perf_counter() - start) / number)
+    return number
+
+
+def _summary(samples: list[float], calls: int) -> dict[str, float]:
     return {
         "median_s": statistics.median(samples),
         "min_s": min(samples),
         "max_s": max(samples),
-        "calls": number * repeats,
+        "calls": calls,
     }
+
+
+def time_call(fn: Callable[[], Any], repeats: int = 7, min_time: float = 0.05) -> dict[str, float]:
+    """Per-call seconds of an already compiled `fn`: median and spread (min, max) over
+    `repeats` batches, each batch long enough (`min_time`) to swamp the timer's resolution."""
+    number = _calibrate(fn, min_time)
+    samples = [_batch(fn, number) / number for _ in range(repeats)]
+    return _summary(samples, number * repeats)
+
+
+def time_interleaved(
+    fns: dict[str, Callable[[], Any]], repeats: int = 7, min_time: float = 0.05
+) -> dict[str, dict[str, float]]:
+    """`time_call` of several compiled functions, their batches interleaved round by round, so
+    that a change of the machine's load hits them alike and their ratios stay meaningful."""
+    numbers = {name: _calibrate(fn, min_time) for name, fn in fns.items()}
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            samples[name].append(_batch(fn, numbers[name]) / numbers[name])
+    return {name: _summary(samples[name], numbers[name] * repeats) for name in fns}

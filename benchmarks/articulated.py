@@ -1,6 +1,6 @@
 """Forward dynamics: the `O(N)` articulated-body recursion against the Cholesky path and peers.
 
-Two chains of `benchmarks/_peers.py`, N = 1 … 100 bodies:
+Two chains of `benchmarks/_peers.py` and `_peers_pcs.py`, N = 1 … 100 bodies:
 
 - rigid chain of N revolute joints: softrigid articulated (`solver="articulated"`), softrigid
   Cholesky (`M` by the recursion with `n` unit accelerations, then Cholesky), Pinocchio's ABA
@@ -21,33 +21,26 @@ Run: python benchmarks/articulated.py [--sizes 1 2 4 8 16 32 64 100] [--batch 10
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-
-def _pin_cores(n: int) -> None:
-    if n > 0 and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, set(range(n)))
-
+try:
+    from _timing import emit, machine, pin_cores, time_call, time_first_call
+except ImportError:  # run as a module
+    from benchmarks._timing import emit, machine, pin_cores, time_call, time_first_call
 
 if __name__ == "__main__":
-    _pin_cores(int(sys.argv[sys.argv.index("--cores") + 1]) if "--cores" in sys.argv else 1)
+    pin_cores(int(sys.argv[sys.argv.index("--cores") + 1]) if "--cores" in sys.argv else 1)
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
 try:
     import _peers as peers
-    from _timing import emit, machine, time_call, time_first_call
+    import _peers_pcs as pcs
 except ImportError:  # run as a module
     from benchmarks import _peers as peers
-    from benchmarks._timing import emit, machine, time_call, time_first_call
-
-
-def _batch_states(state_fn, n: int, batch: int) -> tuple[jnp.ndarray, ...]:
-    rows = [state_fn(n, 10_000 + k) for k in range(batch)]
-    return tuple(jnp.asarray(np.stack(col)) for col in zip(*rows))
+    from benchmarks import _peers_pcs as pcs
 
 
 def _time(fd, state) -> dict[str, float]:
@@ -74,7 +67,7 @@ def _candidates(chain: str, n: int, use_peers: bool) -> dict:
     if chain == "rigid":
         robot = peers.rigid_chain(n, seed=n)
     else:
-        robot = peers.planar_pcs_chain(n)
+        robot = pcs.planar_pcs_chain(n)
     out = {
         "articulated": peers.softrigid_articulated_fd(robot),
         "cholesky": peers.softrigid_cholesky_fd(robot),
@@ -91,16 +84,16 @@ def _candidates(chain: str, n: int, use_peers: bool) -> dict:
         if chain == "rigid":
             out["soromox"] = peers.soromox_rigid_chain(n, seed=n)
         else:
-            out["soromox"] = peers.soromox_planar_pcs(n)
+            out["soromox"] = pcs.soromox_planar_pcs(n)
     except ImportError:
         pass
     return out
 
 
 def measure(chain: str, n: int, batch: int, use_peers: bool) -> None:
-    state_fn = peers.rigid_state if chain == "rigid" else peers.planar_pcs_state
+    state_fn = peers.rigid_state if chain == "rigid" else pcs.planar_pcs_state
     state = tuple(jnp.asarray(x) for x in state_fn(n, n))
-    states = _batch_states(state_fn, n, batch) if batch else None
+    states = peers.batch_states(state_fn, n, batch) if batch else None
     fds = _candidates(chain, n, use_peers)
     per_call, per_state = {}, {}
     for name, fd in fds.items():

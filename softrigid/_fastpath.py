@@ -276,7 +276,7 @@ def call(sig: Signature, args: tuple, kwargs: dict[str, Any]) -> Any:
     if type(robot) is not Robot or not _ENABLED[0]:
         return SLOW
     values = _bind(sig, args, kwargs)
-    h = _HANDLES.get(robot) or handle(robot)
+    h = handle(robot)
     if values is None or h is None:
         return SLOW
     arrays = []
@@ -305,12 +305,18 @@ def call(sig: Signature, args: tuple, kwargs: dict[str, Any]) -> Any:
     except TypeError:  # an unhashable option: the checked path reports it
         return SLOW
     if entry.specialized:
-        try:
-            out, ok = entry.program(tuple(arrays), loads)
-            return out if np.asarray(ok) else SLOW
-        except Exception:  # the checked path raises it again, with its message
-            return SLOW
+        return _attempt(entry.program, tuple(arrays), loads)
     return _shared_call(sig, static, h, entry, tuple(arrays), loads)
+
+
+def _attempt(program: Callable[..., Any], *args: Any) -> Any:
+    """The outputs of `program(*args)`, or `SLOW` when its flag is down or it raised (the
+    checked path runs the call again and raises, with its message)."""
+    try:
+        out, ok = program(*args)
+        return out if np.asarray(ok) else SLOW  # waits: an error of the run arrives here
+    except Exception:
+        return SLOW
 
 
 def _shared_call(
@@ -319,11 +325,8 @@ def _shared_call(
     """Run the entry's shared program (as `call`) and specialize the entry when it has earned
     it."""
     start = time.perf_counter()
-    try:
-        out, ok = entry.program(h.leaves, arrays, loads)
-        if not np.asarray(ok):
-            return SLOW
-    except Exception:  # the checked path raises it again, with its message
+    out = _attempt(entry.program, h.leaves, arrays, loads)
+    if out is SLOW:
         return SLOW
     elapsed = time.perf_counter() - start
     entry.calls += 1

@@ -153,6 +153,13 @@ def matvec(m: Array, v: Array) -> Array:
     return v[..., 0, None] * m[:, 0] + v[..., 1, None] * m[:, 1] + v[..., 2, None] * m[:, 2]
 
 
+def matmul(a: Array, b: Array) -> Array:
+    """`a b` for `(3, 3)` matrices, written as `matvec`s: elementwise work, never a `dot` (under
+    `vmap`, XLA:CPU of jaxlib 0.10 may give a batched 3×3 `dot` a transposed output layout that
+    its code emitter rejects with an abort)."""
+    return matvec(a, b.T).T
+
+
 def contract(a: Array, x: Array) -> Array:
     """`Σ_j a[..., j] x[..., j]`: a Jacobian `(..., n)` times coordinates `(..., n)` (leading
     axes broadcast), unrolled for small `n` (fusible), a broadcast-sum otherwise."""

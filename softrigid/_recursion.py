@@ -31,7 +31,7 @@ from jax import Array
 
 from ._ad import second_directional, value_and_jacfwd
 from ._body import BodyWrench, MassMoments, VelocityMoments, dalembert_wrench
-from ._math import contract, matvec, rmatvec, vee
+from ._math import contract, matmul, matvec, rmatvec, vee
 from ._model import Link, Robot
 
 __all__ = [
@@ -161,7 +161,7 @@ def _link_pose(link: Link, q: Array) -> tuple[Array, Array]:
     nj = link.joint.n_q
     rj, tj = link.joint.transform(q[:nj])
     rb, tb = link.body.distal_pose(q[nj:])
-    return rj @ rb, tj + rj @ tb
+    return matmul(rj, rb), tj + matvec(rj, tb)
 
 
 def link_position(link: Link, q: Array) -> tuple:
@@ -186,7 +186,7 @@ def world_poses(pos: LinkPosition) -> tuple[Array, Array]:
         rw, tw = carry
         r, t = x
         # T_0i = T_0,i−1 T_i
-        new = (rw @ r, tw + rw @ t)
+        new = (matmul(rw, r), tw + matvec(rw, t))
         return new, new
 
     dtype = pos.rot.dtype

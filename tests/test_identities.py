@@ -176,6 +176,28 @@ def test_jit_and_vmap_match_single_calls(small):
     assert _rel_err(batched, singles) < 1e-14
 
 
+def test_vmap_of_small_batches_compiles():
+    """A jitted `vmap` over 2 and 4 states of two equal soft bodies on fixed joints: XLA:CPU (jaxlib
+    0.10) gave the batched 3×3 `dot` of the link poses a transposed output layout that its code
+    emitter rejects, aborting the process; the poses are now elementwise products."""
+    volume = sr.quadrature.cylinder(0.01, 0.1, n_axial=2, n_radial=1, n_angular=3)
+    body = sr.SoftBody(sr.kinematics.PlanarConstantCurvature(0.1), volume, 1000.0)
+    robot = sr.Robot([sr.Link(sr.joints.Fixed(), body)] * 2, gravity=(0.0, 0.0, -9.81))
+    rng = np.random.default_rng(3)
+    q, qd, u = (jnp.asarray(0.2 * rng.uniform(-1.0, 1.0, (4, robot.n_q))) for _ in "abc")
+
+    @jax.jit
+    @jax.vmap
+    def both(q, qd, u):
+        return sr.gravity_force(robot, q), sr.forward_dynamics(robot, q, qd, u, solver="cholesky")
+
+    gravity, qdd = both(q, qd, u)
+    gravity2, qdd2 = both(q[:2], qd[:2], u[:2])
+    assert np.all(np.isfinite(gravity)) and np.all(np.isfinite(qdd))
+    assert _rel_err(gravity2, gravity[:2]) < 1e-14
+    assert _rel_err(qdd2, qdd[:2]) < 1e-12
+
+
 def _with_leaf(robot, name, value):
     """`robot` with the leaf whose path ends in `name` replaced by `value`."""
     leaves, treedef = jax.tree_util.tree_flatten_with_path(robot)

@@ -11,6 +11,7 @@ import numpy as np
 from jax import Array
 
 from .._checks import as_float, as_placement, traced_check
+from .._math import matmul, matvec
 from .._module import is_concrete, module, static
 
 __all__ = ["Fixed", "Joint", "SpringJoint", "set_origin", "unit_axis"]
@@ -68,7 +69,8 @@ class Joint(abc.ABC):
     def transform(self, q: Array) -> tuple[Array, Array]:
         """`T_J(q) = origin · motion(q)` as `(R (3, 3), t (3,))`."""
         rot, trans = self.motion(q)
-        return self.origin_rotation @ rot, self.origin_translation + self.origin_rotation @ trans
+        o = self.origin_rotation
+        return matmul(o, rot), self.origin_translation + matvec(o, trans)
 
     def energy(self, q: Array) -> Array:
         """Elastic energy of the joint spring (zero for joints without one)."""

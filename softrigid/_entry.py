@@ -4,7 +4,8 @@
 vectors (`(n_q,)`, real, finite when concrete, promoted to one floating dtype), the inputs `u`
 (`(n_u,)`) and the external loads are checked once, at the entry, with messages that name the
 argument; then the core runs compiled (`jax.jit`, one compiled program per robot structure and
-option). Under an outer `jit`/`vmap` the checks run at trace time on shapes and dtypes.
+option). Under an outer `jit`/`vmap` the checks run at trace time on shapes and dtypes; a
+`vmap` over many states runs chunk by chunk on CPU (`softrigid._batching`).
 
 An eager call first tries the fast path (`softrigid._fastpath`): the robot flattened once, a
 program cached for it, checks on types and shapes only and the values' finiteness inside that
@@ -30,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from . import _fastpath
+from . import _batching, _fastpath
 from . import _recursion as rec
 from ._checks import check_state, raise_if
 from ._loads import check_loads
@@ -250,9 +251,11 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
         signature = inspect.signature(core)
         name = core.__name__.lstrip("_")
 
-        @functools.wraps(core)
-        def checked(robot: Robot, *args: Any, **kwargs: Any) -> Any:
+        def run(robot: Robot, *args: Any, **kwargs: Any) -> Any:
             return check_finite(name, robot, core(robot, *args, **kwargs))
+
+        # a `vmap` over many states runs chunk by chunk on CPU (softrigid._batching)
+        checked = functools.wraps(core)(_batching.chunked(run))
 
         jitted = jax.jit(checked, static_argnames=static_argnames)
         fast = _fastpath.Signature.of(core, static_argnames)

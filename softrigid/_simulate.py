@@ -28,6 +28,7 @@ import numpy as np
 from jax import Array
 
 from ._articulated import choose_solver
+from ._batching import chunked
 from ._charts import has_charts, rechart
 from ._checks import raise_if
 from ._closed_loop import closed_loop
@@ -198,8 +199,9 @@ def _check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Ar
     return raise_if(q, jnp.any(bad), index, msgs)
 
 
+# a `vmap` over many initial states runs chunk by chunk on CPU (softrigid._batching)
 _run_jit = jax.jit(
-    _run,
+    chunked(_run),
     static_argnames=("n_steps", "scheme", "controller", "period", "check", "progress", "solver"),
 )
 

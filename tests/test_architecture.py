@@ -310,7 +310,17 @@ def _cc_strain(X, q):
 # Lower layers never import higher ones (no deferred imports either): a module may import only
 # modules of its own layer or below.
 LAYERS = [
-    {"_module", "_math", "_ad", "_checks", "_cache", "quadrature", "kinematics", "meshing"},
+    {
+        "_module",
+        "_math",
+        "_ad",
+        "_checks",
+        "_cache",
+        "_batching",
+        "quadrature",
+        "kinematics",
+        "meshing",
+    },
     {"materials", "_body", "_rigid_body", "_soft_body", "joints", "_actuator", "_controller"},
     {"_model", "_charts"},
     {"_recursion"},

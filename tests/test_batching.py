@@ -1,0 +1,117 @@
+"""Chunked batching (`softrigid._batching`): a `vmap` of a public algorithm over more than
+`WHOLE_UP_TO` states runs as a scan over chunks of `CHUNK`; values, derivatives and errors are
+those of the per-state calls. `CHUNK` is set to 3 and `WHOLE_UP_TO` to 0 here so that a batch
+of 8 (two full chunks and a padded one) takes the chunked path; the robot is this file's own (its batched programs are traced
+with this chunk size, not taken from JAX's caches of other tests)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import robots
+
+import softrigid as sr
+from softrigid import _batching
+
+BATCH = 8
+STRUCTURE = (("revolute", "planar_cc"), ("revolute", "rigid"))
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(_batching, "CHUNK", 3)
+    monkeypatch.setattr(_batching, "WHOLE_UP_TO", 0)
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return robots.random_robot(7, gravity=(0.2, -0.4, -9.81), springs=True, structure=STRUCTURE)
+
+
+@pytest.fixture(scope="module")
+def states(robot):
+    rows = [robots.random_state(robot, 40 + k, scale=0.5) for k in range(BATCH)]
+    return tuple(jnp.stack(col) for col in zip(*rows))
+
+
+def _rel(got, ref) -> float:
+    got, ref = np.asarray(got), np.asarray(ref)
+    return float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+
+
+def _while_loops(fn, *args) -> int:
+    return jax.jit(fn).lower(*args).as_text().count("stablehlo.while")
+
+
+def test_chunked_vmap_equals_single_calls(robot, states):
+    q, qd, x = states
+
+    def both(q, qd, x):
+        return sr.forward_dynamics(robot, q, qd, x), sr.inverse_dynamics(robot, q, qd, x)
+
+    qdd, nu = jax.jit(jax.vmap(both))(q, qd, x)
+    for k in range(BATCH):
+        assert _rel(qdd[k], sr.forward_dynamics(robot, q[k], qd[k], x[k])) < 1e-13
+        assert _rel(nu[k], sr.inverse_dynamics(robot, q[k], qd[k], x[k])) < 1e-14
+    # the chunked program has one loop more (the scan over chunks) than the batch of 3
+    assert (
+        _while_loops(jax.vmap(both), q, qd, x)
+        == _while_loops(jax.vmap(both), q[:3], qd[:3], x[:3]) + 2
+    )  # one scan over the chunks for each of the two algorithms
+
+
+def test_derivatives_through_a_chunked_vmap(robot, states):
+    q = states[0]
+    w = jnp.asarray(np.random.default_rng(1).normal(size=robot.n_q))
+
+    def power(q):
+        return sr.gravity_force(robot, q) @ w
+
+    grads = jax.jit(jax.vmap(jax.grad(power)))(q)
+    jac = jax.jit(jax.jacfwd(lambda q: jax.vmap(power)(q)))(q)
+    grad = jax.jit(jax.grad(power))
+    for k in range(BATCH):
+        single = grad(q[k])
+        assert _rel(grads[k], single) < 1e-13
+        assert _rel(jac[k, k], single) < 1e-13
+    assert np.all(np.asarray(jac[0, 1:]) == 0.0)
+
+
+def test_batched_model_parameters_are_chunked_too(robot, states):
+    """A `vmap` over a leaf of the robot (the gravity) as well as the states."""
+    q = states[0]
+    gravities = jnp.asarray(np.random.default_rng(2).normal(size=(BATCH, 3)))
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(robot)
+    (index,) = [k for k, (path, _) in enumerate(leaves) if jax.tree_util.keystr(path) == ".gravity"]
+
+    def with_gravity(g):
+        values = [leaf for _, leaf in leaves]
+        values[index] = g
+        return jax.tree_util.tree_unflatten(treedef, values)
+
+    got = jax.jit(jax.vmap(lambda g, q: sr.gravity_force(with_gravity(g), q)))(gravities, q)
+    for k in range(BATCH):
+        assert _rel(got[k], sr.gravity_force(with_gravity(gravities[k]), q[k])) < 1e-14
+
+
+def test_errors_fire_from_inside_a_chunk(robot, states):
+    q, qd, x = states
+    bad = q.at[BATCH - 1, 0].set(jnp.nan)  # in the last, padded chunk
+    batched = jax.jit(jax.vmap(lambda q: sr.inverse_dynamics(robot, q, qd[0], x[0])))
+    assert np.all(np.isfinite(batched(q)))
+    with pytest.raises(Exception, match="inverse_dynamics: non-finite value"):
+        jax.block_until_ready(batched(bad))
+
+
+def test_chunked_vmap_of_simulate(robot, states):
+    """`simulate` over a batch of initial states runs whole trajectories chunk by chunk."""
+    q, qd, _ = states
+
+    def run(q0, qd0):
+        return sr.simulate(robot, q0, qd0, t_final=0.004, dt=1e-3, method="semi_implicit_euler").q
+
+    batched = jax.jit(jax.vmap(run))(q, qd)
+    assert batched.shape == (BATCH, 5, robot.n_q)
+    for k in range(BATCH):
+        assert _rel(batched[k], run(q[k], qd[k])) < 1e-13
+    assert _while_loops(jax.vmap(run), q, qd) == _while_loops(jax.vmap(run), q[:3], qd[:3]) + 1

@@ -26,7 +26,12 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
-__all__ = ["CHUNK", "WHOLE_UP_TO", "chunked"]
+try:  # JAX's batching tracer is not public API; without it nothing is chunked
+    from jax._src.interpreters.batching import BatchTracer
+except ImportError:  # pragma: no cover
+    BatchTracer = ()
+
+__all__ = ["CHUNK", "WHOLE_UP_TO", "chunked", "under_vmap"]
 
 # States per chunk on CPU. Forward dynamics at B = 1024, one core, µs per state for chunks of
 # 16 / 32 / 64 / 256 / the whole batch (`benchmarks/batched.py --chunks`): planar PCS, 8
@@ -68,6 +73,14 @@ def _map_chunks(fn: Callable[[Any], Any], size: int, batched: Any, dynamic: Any)
 
     out = jax.lax.map(chunk, stacked)
     return jax.tree.map(lambda y: y.reshape(n_chunks * CHUNK, *y.shape[2:])[:size], out)
+
+
+def under_vmap(tree: Any) -> bool:
+    """Whether a leaf of `tree` is batched by a `jax.vmap` (the innermost transformation): the
+    callers take `chunked` only then, because its `custom_jvp` makes JAX trace both the batched
+    function and its JVP under a `vmap` of derivatives (`vmap(jvp(...))` compiled 1.9× slower in
+    the tests)."""
+    return any(isinstance(x, BatchTracer) for x in jax.tree.leaves(tree))
 
 
 def chunked(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -251,13 +251,13 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
         signature = inspect.signature(core)
         name = core.__name__.lstrip("_")
 
-        def run(robot: Robot, *args: Any, **kwargs: Any) -> Any:
+        @functools.wraps(core)
+        def checked(robot: Robot, *args: Any, **kwargs: Any) -> Any:
             return check_finite(name, robot, core(robot, *args, **kwargs))
 
-        # a `vmap` over many states runs chunk by chunk on CPU (softrigid._batching)
-        checked = functools.wraps(core)(_batching.chunked(run))
-
         jitted = jax.jit(checked, static_argnames=static_argnames)
+        # under a `vmap`: many states run chunk by chunk on CPU (softrigid._batching)
+        jitted_batched = jax.jit(_batching.chunked(checked), static_argnames=static_argnames)
         fast = _fastpath.Signature.of(core, static_argnames)
 
         @functools.wraps(core)
@@ -282,7 +282,8 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
             if "loads" in values:
                 values["loads"] = check_loads(robot, values["loads"])
             if not is_concrete(bound.args, bound.kwargs):
-                return jitted(*bound.args, **bound.kwargs)
+                batched = _batching.under_vmap((bound.args, bound.kwargs))
+                return (jitted_batched if batched else jitted)(*bound.args, **bound.kwargs)
             return raise_runtime_errors(lambda: jitted(*bound.args, **bound.kwargs), robot, checked)
 
         return public  # type: ignore[return-value]

@@ -28,7 +28,7 @@ import numpy as np
 from jax import Array
 
 from ._articulated import choose_solver
-from ._batching import chunked
+from ._batching import chunked, under_vmap
 from ._charts import has_charts, rechart
 from ._checks import raise_if
 from ._closed_loop import closed_loop
@@ -199,11 +199,10 @@ def _check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Ar
     return raise_if(q, jnp.any(bad), index, msgs)
 
 
-# a `vmap` over many initial states runs chunk by chunk on CPU (softrigid._batching)
-_run_jit = jax.jit(
-    chunked(_run),
-    static_argnames=("n_steps", "scheme", "controller", "period", "check", "progress", "solver"),
-)
+_STATIC = ("n_steps", "scheme", "controller", "period", "check", "progress", "solver")
+_run_jit = jax.jit(_run, static_argnames=_STATIC)
+# under a `vmap`: many initial states run chunk by chunk on CPU (softrigid._batching)
+_run_jit_batched = jax.jit(chunked(_run), static_argnames=_STATIC)
 
 
 def _positive_number(name: str, value: Any) -> float:
@@ -359,7 +358,8 @@ def simulate(
         )
     # traced (inside the user's jit/vmap/grad): the run-time check inside the program reports a
     # failure; eager: the trajectory is checked here, naming the exact time
-    traj, ok = _run_jit(
+    batched = under_vmap((robot, q0, qd0, policy, loads, constraints))
+    traj, ok = (_run_jit_batched if batched else _run_jit)(
         robot,
         q0,
         qd0,

@@ -12,7 +12,8 @@ multiple of `CHUNK` with copies of its first state (harmless work, sliced off) a
 vectorized `fn` over the chunks. Arguments not batched stay shared, not copied. On GPU (and
 other accelerators) the whole batch is one vectorized call, as a plain `vmap`. Differentiation
 goes through a `custom_jvp` whose rule is the JVP of `fn` itself, so `grad`, `jacfwd`, `jacrev`
-and their `vmap`s see `fn` (their batches are not chunked).
+and their `vmap`s see `fn` (their batches are not chunked). The callers (`_entry.algorithm`,
+`simulate`) take the chunked function only when `under_vmap` finds a batched argument.
 """
 
 from __future__ import annotations

@@ -184,18 +184,12 @@ def test_vmap_of_small_batches_compiles():
     body = sr.SoftBody(sr.kinematics.PlanarConstantCurvature(0.1), volume, 1000.0)
     robot = sr.Robot([sr.Link(sr.joints.Fixed(), body)] * 2, gravity=(0.0, 0.0, -9.81))
     rng = np.random.default_rng(3)
-    q, qd, u = (jnp.asarray(0.2 * rng.uniform(-1.0, 1.0, (4, robot.n_q))) for _ in "abc")
+    q = jnp.asarray(0.2 * rng.uniform(-1.0, 1.0, (4, robot.n_q)))
 
-    @jax.jit
-    @jax.vmap
-    def both(q, qd, u):
-        return sr.gravity_force(robot, q), sr.forward_dynamics(robot, q, qd, u, solver="cholesky")
-
-    gravity, qdd = both(q, qd, u)
-    gravity2, qdd2 = both(q[:2], qd[:2], u[:2])
-    assert np.all(np.isfinite(gravity)) and np.all(np.isfinite(qdd))
+    gravity_force = jax.jit(jax.vmap(lambda q: sr.gravity_force(robot, q)))
+    gravity, gravity2 = gravity_force(q), gravity_force(q[:2])
+    assert np.all(np.isfinite(gravity))
     assert _rel_err(gravity2, gravity[:2]) < 1e-14
-    assert _rel_err(qdd2, qdd[:2]) < 1e-12
 
 
 def _with_leaf(robot, name, value):

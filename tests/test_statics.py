@@ -117,6 +117,7 @@ def test_newton_converges_quadratically(arm):
     np.testing.assert_array_equal(again.q, sol.q)
 
 
+@pytest.mark.slow
 def test_equilibrium_is_the_limit_of_a_damped_simulation(arm):
     u = jnp.array([3.0, 0.5])
     sol = equilibrium(arm, u)
@@ -126,6 +127,7 @@ def test_equilibrium_is_the_limit_of_a_damped_simulation(arm):
     np.testing.assert_allclose(traj.q[-1], sol.q, rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_inverse_statics_reaches_a_tip_target(arm):
     # two tendons, one output (the tip's x): the damped least-squares solution is an exact
     # equilibrium on the target

@@ -82,6 +82,11 @@ class Robot:
         object.__setattr__(self, "links", links)
         object.__setattr__(self, "gravity", as_vector("Robot: gravity", gravity, 3))
         object.__setattr__(self, "n_q", sum(link.n_q for link in links))
+        if self.n_q == 0:
+            raise ValueError(
+                "Robot: the links have no coordinates (every joint Fixed and every body "
+                "rigid): there is nothing to move; give a joint or a body coordinates"
+            )
         acts = _as_actuators(actuators)
         object.__setattr__(self, "actuators", acts)
         for act in acts:

@@ -292,7 +292,7 @@ def test_chamber_in_the_bore_of_a_tube():
 
 def test_bad_actuators(cc_chain):
     rigid = sr.RigidBody(1.0, (0, 0, 0), np.eye(3) * 0.01)
-    robot = sr.Robot([sr.Link(joints.Fixed(), rigid)])
+    robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid)])
     with pytest.raises(TypeError, match="link 0 carries a RigidBody, not a SoftBody"):
         actuated(robot, Tendon([0], (0.0, 0.0)))
     with pytest.raises(ValueError, match="consecutive"):

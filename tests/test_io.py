@@ -82,9 +82,10 @@ def test_body_meshes_errors(robot, link_mesh):
     bad = meshio.Mesh(link_mesh.points * np.nan, link_mesh.cells)
     with pytest.raises(ValueError, match=r"link 2: mesh points must be finite"):
         sio.body_meshes(robot, {2: bad})
-    rigid_only = sr.Robot([sr.Link(joints.Fixed(), sr.RigidBody(1.0, np.zeros(3), np.eye(3)))])
+    rigid = sr.RigidBody(1.0, np.zeros(3), np.eye(3))
+    rigid_only = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid)])
     with pytest.raises(ValueError, match="no body has a mesh to draw.*rigid bodies need meshes="):
-        sio.write_state("unused.vtu", rigid_only, np.zeros(0))
+        sio.write_state("unused.vtu", rigid_only, np.zeros(1))
 
 
 def test_soft_body_without_known_geometry_warns():

@@ -48,6 +48,13 @@ def test_coordinates_ordered_joint_then_body(robot):
         (lambda: joints.Fixed(origin=(2 * jnp.eye(3), jnp.zeros(3))), "orthonormal"),
         (lambda: sr.Robot([]), "at least one link"),
         (lambda: sr.Robot([1]), "softrigid.Link"),
+        (
+            # a chain without coordinates failed inside the mass matrix's check before
+            lambda: sr.Robot(
+                [sr.Link(joints.Fixed(), sr.RigidBody(1.0, jnp.zeros(3), jnp.eye(3)))]
+            ),
+            r"no coordinates \(every joint Fixed",
+        ),
         (lambda: sr.Link(joints.Fixed(), "body"), "RigidBody or SoftBody"),
         (
             lambda: sr.Robot(

@@ -297,13 +297,22 @@ def test_cosserat_points_are_consistent_and_differentiable():
         ],
         -1,
     ).reshape(-1, 3)
-    rows = rod.map_points(rule, q, n_axial=5)
-    single = jax.vmap(rod, in_axes=(0, None))(rule, q)
-    np.testing.assert_allclose(rows, rod.map_points(rule, q), rtol=0, atol=1e-16)
+
+    @jax.jit
+    def views(q):
+        # every description of the map, in one compiled program
+        return (
+            rod.map_points(rule, q, n_axial=5),
+            rod.map_points(rule, q),
+            jax.vmap(rod, in_axes=(0, None))(rule, q),
+            rod.backbone(x3, q),
+            rod.distal_pose(q),
+        )
+
+    rows, plain, single, (r, rot), (rot_l, t_l) = views(q)
+    np.testing.assert_allclose(rows, plain, rtol=0, atol=1e-16)
     np.testing.assert_allclose(rows, single, rtol=0, atol=1e-16)
-    r, rot = rod.backbone(x3, q)
     np.testing.assert_allclose(rows.reshape(5, 3, 3)[:, 0], r + rot[:, :, 0] * 0.01, atol=1e-16)
-    rot_l, t_l = rod.distal_pose(q)
     np.testing.assert_allclose(r[-1], t_l, atol=1e-16)
     np.testing.assert_allclose(rot[-1], rot_l, atol=1e-16)
     jac = jax.jit(jax.jacfwd(lambda y: rod.map_points(rule, y, n_axial=5)))(q)

@@ -169,7 +169,6 @@ def main() -> None:
         "rigid50.machine",
         **machine(),
         cores=args.cores,
-        affinity=sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         pinocchio=pinocchio.__version__,
     )
     measure(args.n, args.states)

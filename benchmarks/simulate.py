@@ -207,7 +207,6 @@ def measure_loops(
             per_step_us=1e6 * timing["min_s"] / steps,
             real_time_factor=float(traj.t[-1]) / timing["min_s"],
             **machine(),
-            affinity=sorted(os.sched_getaffinity(0)),
         )
     return records
 

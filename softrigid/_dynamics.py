@@ -279,7 +279,7 @@ def forward_dynamics(
     """
     if isinstance(robot, Robot):
         solver = choose_solver("forward_dynamics", robot, solver)
-    return _forward_dynamics(robot, q, qd, u, loads, solver=solver)
+    return _forward_dynamics(robot, q, qd, u, loads, solver)
 
 
 @algorithm()

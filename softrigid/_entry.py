@@ -252,12 +252,12 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
         name = core.__name__.lstrip("_")
 
         @functools.wraps(core)
-        def checked(robot: Robot, *args: Any, **kwargs: Any) -> Any:
+        def checked_core(robot: Robot, *args: Any, **kwargs: Any) -> Any:
             return check_finite(name, robot, core(robot, *args, **kwargs))
 
-        jitted = jax.jit(checked, static_argnames=static_argnames)
+        jitted = jax.jit(checked_core, static_argnames=static_argnames)
         # under a `vmap`: many states run chunk by chunk on CPU (softrigid._batching)
-        jitted_batched = jax.jit(_batching.chunked(checked), static_argnames=static_argnames)
+        jitted_batched = jax.jit(_batching.chunked(checked_core), static_argnames=static_argnames)
         fast = _fastpath.Signature.of(core, static_argnames)
 
         @functools.wraps(core)

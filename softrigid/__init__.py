@@ -22,7 +22,7 @@ from . import (
     urdf,
 )
 from ._body import Body
-from ._cache import enable_compilation_cache
+from ._cache import enable_compilation_cache, fast_compilation
 from ._chain import forward_kinematics, material_points, world_points
 from ._closed_loop import vector_field
 from ._constraints import ConstrainedAccelerations, constrained_forward_dynamics
@@ -88,6 +88,7 @@ __all__ = [
     "elastic_force",
     "enable_compilation_cache",
     "equilibrium",
+    "fast_compilation",
     "forward_dynamics",
     "forward_kinematics",
     "gravity_force",

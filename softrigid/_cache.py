@@ -12,14 +12,57 @@ has them and is compiled in every process.
 from __future__ import annotations
 
 import os
+from importlib.metadata import version
 from pathlib import Path
 
 import jax
+from jax._src import xla_bridge  # backends_are_initialized: no public equivalent
 from jax.experimental.compilation_cache import compilation_cache
 
-__all__ = ["enable_compilation_cache"]
+__all__ = ["enable_compilation_cache", "fast_compilation"]
 
 _ENVIRONMENT = "SOFTRIGID_CACHE"
+# XLA:CPU's elemental fusion emitters instead of its MLIR ones; XLA aborts the process on a
+# flag it does not know, so only for the jaxlib releases checked to have this one
+_FAST_FLAG = "--xla_cpu_use_fusion_emitters=false"
+_FAST_FLAG_RELEASES = ("0.10",)
+
+
+def fast_compilation() -> bool:
+    """Make XLA:CPU compile this process's programs with its elemental fusion emitters
+    (`XLA_FLAGS=--xla_cpu_use_fusion_emitters=false`) instead of its MLIR ones: on softrigid's
+    programs (jaxlib 0.10, one core) compilation takes 2–2.7× less time (the 20-body planar
+    CC chain's inverse dynamics 6.3 → 2.3 s; the helicoid robot's 108 → 48 s) and the programs
+    run as fast or faster (the helicoid's inverse dynamics 9.6 → 5.8 ms; results equal to
+    rounding). It affects every JAX program of the process, softrigid's or not.
+
+    Call it before JAX starts its backend: before the first array or computation (importing
+    softrigid starts none). XLA aborts the process on a flag it does not know: on a jaxlib
+    release not checked to have this one, nothing changes and the result is `False`.
+
+    Returns:
+        Whether the flag is in effect for this process's programs.
+
+    Raises:
+        RuntimeError: JAX's backend has started (an array exists): the flag would be ignored.
+
+    Example:
+        >>> import softrigid as sr
+        >>> sr.fast_compilation()  # doctest: +SKIP
+        True
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if _FAST_FLAG.split("=")[0] in flags:
+        return _FAST_FLAG in flags.split()
+    if ".".join(version("jaxlib").split(".")[:2]) not in _FAST_FLAG_RELEASES:
+        return False
+    if xla_bridge.backends_are_initialized():
+        raise RuntimeError(
+            "fast_compilation: JAX's backend has already started (an array or a computation "
+            "was made first); call it at the start of the program, before any array"
+        )
+    os.environ["XLA_FLAGS"] = f"{flags} {_FAST_FLAG}".strip()
+    return True
 
 
 def enable_compilation_cache(

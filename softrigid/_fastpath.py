@@ -80,7 +80,9 @@ SLOW = object()
 
 _ARRAYS = ("q", "qd", "qdd", "nu", "u")
 _FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
-_FAST_TYPES = (type(jnp.zeros(0)), np.ndarray)
+# the array types taken as they are; JAX's concrete array type joins at the first handle (an
+# array made at import would start JAX's backend, which `softrigid.fast_compilation` precedes)
+_FAST_TYPES: tuple[type, ...] = (np.ndarray,)
 _NONE = object()
 _ENABLED = [True]
 
@@ -184,9 +186,17 @@ def handle(robot: Robot) -> Handle | None:
     leaves, treedef = jax.tree_util.tree_flatten(robot)
     if not is_concrete(leaves):
         return None
+    _accept_jax_arrays()
     made = Handle(tuple(leaves), treedef, (robot.n_q,), (robot.n_u,))
     _HANDLES[robot] = made
     return made
+
+
+def _accept_jax_arrays() -> None:
+    """Add JAX's concrete array type to `_FAST_TYPES` (once)."""
+    global _FAST_TYPES
+    if len(_FAST_TYPES) == 1:
+        _FAST_TYPES = (type(jnp.zeros(0)), np.ndarray)
 
 
 def _run(

@@ -1,10 +1,11 @@
 """Test configuration: float64 everywhere (the reference precision of every check), JAX's
 compilation caches cleared after each test module, and XLA:CPU's fastest compilation
-(`_test_xla_flags`).
+(LLVM at -O0 and `softrigid.fast_compilation`).
 
-The suite is dominated by compilation, not by running the programs: LLVM at -O0 and the
-elemental fusion emitters compile faster and compute the same IEEE operations (no fast-math
-either way).
+The suite is dominated by compilation, not by running the programs: LLVM at -O0 compiles
+about 20 % faster, XLA:CPU's elemental fusion emitters 25–35 % faster again (the nine-link
+families robot's inverse dynamics 24 → 18 s; the full run 22 m 49 s → 13 m 55 s on one
+host), and both compute the same IEEE operations (no fast-math either way).
 
 Every compiled XLA:CPU program keeps its code mapped in memory; the whole suite compiles
 thousands of them, and a process that reaches the kernel's limit on memory maps
@@ -19,28 +20,19 @@ start are short and neither worker idles at the end (longest processing time fir
 
 import gc
 import os
-from importlib.metadata import version
 
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
+    ).strip()
+
+import jax
 import pytest
 
+import softrigid
 
-def _test_xla_flags() -> list[str]:
-    """LLVM at -O0 (about 20 % less compilation), and XLA:CPU's elemental fusion emitters
-    instead of its MLIR ones (25–35 % less again on this suite's programs, e.g. the nine-link
-    families robot's inverse dynamics 24 → 18 s; the same results). XLA aborts the process on
-    a flag it does not know: the second only for the jaxlib releases checked to have it."""
-    flags = ["--xla_backend_optimization_level=0"]
-    if version("jaxlib").split(".")[:2] == ["0", "10"]:
-        flags.append("--xla_cpu_use_fusion_emitters=false")
-    return flags
-
-
-_user_flags = os.environ.get("XLA_FLAGS", "")
-os.environ["XLA_FLAGS"] = " ".join(
-    [_user_flags, *(f for f in _test_xla_flags() if f.split("=")[0] not in _user_flags)]
-).strip()
-
-import jax  # noqa: E402  (after XLA_FLAGS: XLA reads them when its backend starts)
+# before any array (XLA reads its flags when its backend starts)
+softrigid.fast_compilation()
 
 jax.config.update("jax_enable_x64", True)
 

@@ -2,6 +2,7 @@
 cached, the checked path's results and errors, and the checked path under transformations."""
 
 import gc
+import os
 import weakref
 
 import jax
@@ -303,3 +304,52 @@ def test_enable_compilation_cache_refuses_bad_arguments(tmp_path):
         sr.enable_compilation_cache(tmp_path, min_compile_time_s=-1.0)
     with pytest.raises(TypeError, match="min_compile_time_s must be a number"):
         sr.enable_compilation_cache(tmp_path, min_compile_time_s="1")
+
+
+_FAST = """
+import json, os, sys
+import jax
+jax.config.update("jax_enable_x64", True)
+import softrigid as sr
+from softrigid import joints
+
+on = sr.fast_compilation()
+flags = os.environ.get("XLA_FLAGS", "")
+body = sr.RigidBody(1.5, (0.0, 0.0, -0.2), 1e-3 * jax.numpy.eye(3))
+robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), body), sr.Link(joints.Revolute((1, 0, 0)), body)])
+qdd = sr.forward_dynamics(robot, jax.numpy.array([0.3, -0.2]), jax.numpy.array([0.1, 0.4]), jax.numpy.zeros(2))
+os.environ["XLA_FLAGS"] = ""
+try:
+    sr.fast_compilation()
+    late = ""
+except RuntimeError as err:
+    late = str(err)
+print(json.dumps({"on": on, "flags": flags, "qdd": qdd.tolist(), "late": late}))
+"""
+
+
+def test_fast_compilation_sets_the_flag_before_the_backend_starts():
+    """In a fresh process (no XLA_FLAGS): the flag is set where jaxlib has it (else nothing
+    changes), the dynamics are those of the default emitters to rounding, and a call after
+    JAX's backend has started is refused."""
+    import json
+    import subprocess
+    import sys
+    from importlib.metadata import version
+
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+
+    def run(code):
+        argv = [sys.executable, "-c", code]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=300, env=env)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    fast = run(_FAST)
+    default = run(_FAST.replace("on = sr.fast_compilation()", "on = None"))
+    checked = version("jaxlib").startswith("0.10.")
+    assert fast["on"] is checked
+    assert ("--xla_cpu_use_fusion_emitters=false" in fast["flags"]) is checked
+    assert default["flags"] == ""
+    np.testing.assert_allclose(fast["qdd"], default["qdd"], rtol=1e-13, atol=1e-13)
+    if checked:
+        assert "backend has already started" in fast["late"]

@@ -316,5 +316,6 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
     main()

@@ -90,5 +90,6 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
+    sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
     main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("out/swinging_arm"))

@@ -279,17 +279,19 @@ print(json.dumps({"qdd": qdd.tolist(),
 """
 
 
-def test_a_second_process_loads_the_first_call_from_the_cache(tmp_path):
+def _python(code, *args, env=None):
+    """Run `code` in a fresh interpreter; its last line of output, read as JSON."""
     import json
     import subprocess
     import sys
 
-    def run():
-        argv = [sys.executable, "-c", _CACHED, str(tmp_path)]
-        out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=300)
-        return json.loads(out.stdout.strip().splitlines()[-1])
+    argv = [sys.executable, "-c", code, *args]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=300, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
-    first, second = run(), run()
+
+def test_a_second_process_loads_the_first_call_from_the_cache(tmp_path):
+    first, second = _python(_CACHED, str(tmp_path)), _python(_CACHED, str(tmp_path))
     assert first["misses"] >= 1 and any(tmp_path.iterdir())
     assert second["misses"] == 0 and second["hits"] >= 1
     np.testing.assert_array_equal(second["qdd"], first["qdd"])
@@ -332,20 +334,11 @@ def test_fast_compilation_sets_the_flag_before_the_backend_starts():
     """In a fresh process (no XLA_FLAGS): the flag is set where jaxlib has it (else nothing
     changes), the dynamics are those of the default emitters to rounding, and a call after
     JAX's backend has started is refused."""
-    import json
-    import subprocess
-    import sys
     from importlib.metadata import version
 
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-
-    def run(code):
-        argv = [sys.executable, "-c", code]
-        out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=300, env=env)
-        return json.loads(out.stdout.strip().splitlines()[-1])
-
-    fast = run(_FAST)
-    default = run(_FAST.replace("on = sr.fast_compilation()", "on = None"))
+    fast = _python(_FAST, env=env)
+    default = _python(_FAST.replace("on = sr.fast_compilation()", "on = None"), env=env)
     checked = version("jaxlib").startswith("0.10.")
     assert fast["on"] is checked
     assert ("--xla_cpu_use_fusion_emitters=false" in fast["flags"]) is checked

@@ -114,10 +114,14 @@ def _levenberg_marquardt(
     def body(c: _Carry) -> _Carry:
         u = c.u + c.du
         q, inner = newton(robot, loads, u, c.q, _INNER_TOL, _INNER_ITER)
+        converged = inner.status == CONVERGED
+        # the outputs only at an equilibrium: a rejected trial's iterate (e.g. past the range
+        # of a body's map) stays out of the user's function, whose own checks would raise
+        q = jnp.where(converged, q, c.q)
         dy, y = y_and_dy(q)
         e = w * (y - target)
         err = jnp.linalg.norm(e)
-        ok = (inner.status == CONVERGED) & jnp.isfinite(err)
+        ok = converged & jnp.isfinite(err)
         accept = ok & (~c.started | (err < c.err))
         # G = W ∂y/∂q J⁻¹ A
         g = (w[:, None] * dy) @ jnp.linalg.solve(inner.jac, actuation(robot, q))
@@ -134,7 +138,7 @@ def _levenberg_marquardt(
         small = jnp.linalg.norm(c.du) <= tol * jnp.maximum(1.0, jnp.linalg.norm(u))
         status = jnp.select(
             [
-                ~c.started & (inner.status == CONVERGED) & ~jnp.isfinite(err),
+                ~c.started & converged & ~jnp.isfinite(err),
                 ~c.started & ~ok,
                 accept & (err <= goal),
                 accept & c.started & small,

@@ -276,6 +276,32 @@ def test_unreachable_target_is_reported():
     np.testing.assert_allclose(inv.output_error, 1.0, atol=1e-6)
 
 
+def test_failed_trial_equilibria_stay_out_of_the_output(monkeypatch):
+    # an equilibrium that does not converge under a trial input (here: every u > 1, its last
+    # iterate NaN) is rejected without evaluating the user's output there, so a checked output
+    # (world_points raises on a non-finite point) does not abort the solve: the target,
+    # τ = 2 asin(0.8) = 1.85 N m, is out of the inputs that converge, and the solve ends with a
+    # status (its steps creep towards u = 1) and a true equilibrium
+    import softrigid._statics_inverse as inverse
+    from softrigid._statics_newton import MAX_ITER
+
+    real = inverse.newton
+
+    def flaky(robot, loads, u, q0, tol, max_iter):
+        q, c = real(robot, loads, u, q0, tol, max_iter)
+        bad = u[0] > 1.0
+        return jnp.where(bad, jnp.nan, q), c._replace(status=jnp.where(bad, MAX_ITER, c.status))
+
+    monkeypatch.setattr(inverse, "newton", flaky)
+    robot = pendulum(gravity=(0.0, 0.0, 0.0), stiffness=2.0)
+    tip = jnp.array([[0.0, 0.0, 1.0]])
+    inv = inverse_statics(
+        robot, lambda q: sr.world_points(robot, q, 0, tip)[0, :1], [0.8], throw=False
+    )
+    assert int(inv.status) in (1, 2) and 0.9 < float(inv.u[0]) <= 1.0
+    np.testing.assert_allclose(inv.q, inv.u / 2.0, rtol=1e-10)
+
+
 # ---------------------------------------------------------------- errors
 
 

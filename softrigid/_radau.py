@@ -1,9 +1,9 @@
-"""The adaptive stiff method of `softrigid.simulate`: scipy's Radau IIA with the exact Jacobian.
+"""The adaptive stiff method of `softrigid.simulate`: scipy's Radau IIA.
 
-`Radau.integrate` runs `scipy.integrate.solve_ivp(method="Radau")` on the host with two jitted
-callbacks, the closed loop's `ẏ = (q̇, q̈)` and its Jacobian from the dynamics derivatives;
-the callbacks are module-level functions of the robot and the controller (traced arguments),
-so a repeated run compiles nothing.
+`Radau.integrate` runs `scipy.integrate.solve_ivp(method="Radau")` on the host with jitted
+callbacks, the closed loop's `ẏ = (q̇, q̈)` and (by default) its exact Jacobian from the
+dynamics derivatives; the callbacks are module-level functions of the robot and the controller
+(traced arguments), so a repeated run compiles nothing.
 """
 
 from __future__ import annotations
@@ -38,11 +38,28 @@ class Radau:
 
     from jitted callbacks. Runs eagerly on the host: not jittable, not differentiable, not
     `vmap`-able (a `TypeError` with traced inputs); the output is sampled on the fixed grid.
+
+    Args:
+        rtol, atol: scipy's error tolerances.
+        jacobian: `"exact"` (default) or `"finite_differences"`: scipy's own forward
+            differences of the jitted `ẏ` (`2 n_q` evaluations per Jacobian). The Jacobian only
+            drives Radau's Newton iteration (scipy keeps it over many steps), not the accuracy,
+            so differences serve where the exact Jacobian's program is slow to compile: on the
+            seed's helicoid robot (24 coordinates, 3 LVP bodies) a first Radau call took 455 s
+            with the exact Jacobian, about 6 minutes of it compiling that program, against
+            91 s for `ẏ`'s program, all the differences need.
     """
 
     rtol: float = static(default=1e-8)
     atol: float = static(default=1e-10)
+    jacobian: str = static(default="exact")
     name: ClassVar[str] = "radau"
+
+    def __post_init__(self) -> None:
+        if self.jacobian not in ("exact", "finite_differences"):
+            raise ValueError(
+                f"Radau: jacobian must be 'exact' or 'finite_differences', got {self.jacobian!r}"
+            )
 
     def integrate(
         self,
@@ -72,7 +89,11 @@ class Radau:
             y0,
             method="Radau",
             t_eval=times,
-            jac=lambda t, y: np.asarray(_radau_jacobian(*args, *typed(t, y))),
+            jac=(
+                (lambda t, y: np.asarray(_radau_jacobian(*args, *typed(t, y))))
+                if self.jacobian == "exact"
+                else None
+            ),
             rtol=self.rtol,
             atol=self.atol,
         )

@@ -14,6 +14,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import softrigid as sr
+import softrigid._radau
 from softrigid import joints
 from softrigid._closed_loop import make_dynamics
 from softrigid._controller import Controller
@@ -295,6 +296,31 @@ def test_iteration_matrix_carries_the_controller_feedback(double):
     # the recorded inputs are the law at every recorded state (the steps' own evaluations)
     for run in (traj, fine):
         np.testing.assert_allclose(run.u, -100.0 * run.q - 10.0 * run.qd, rtol=1e-13, atol=1e-13)
+
+
+def test_radau_with_finite_difference_jacobian(double, monkeypatch):
+    # scipy's forward differences of ẏ drive Radau's Newton iteration instead of the exact
+    # Jacobian (never evaluated): the same solution, to the tolerances (the Jacobian does not
+    # set the accuracy), against DOP853 at 1e-12
+    exact = sr.simulate(double, Q0, Z, 0.3, 0.1, method=Radau(rtol=1e-10, atol=1e-12))
+
+    def refuse(*args):
+        raise AssertionError("the exact Jacobian was evaluated")
+
+    monkeypatch.setattr(softrigid._radau, "_radau_jacobian", refuse)
+    fd = sr.simulate(
+        double,
+        Q0,
+        Z,
+        0.3,
+        0.1,
+        method=Radau(rtol=1e-10, atol=1e-12, jacobian="finite_differences"),
+    )
+    ref = _reference(double, Q0, Z, 0.3)
+    np.testing.assert_allclose(_state(fd, 3), ref, atol=1e-7)
+    np.testing.assert_allclose(_state(exact, 3), ref, atol=1e-7)
+    with pytest.raises(ValueError, match="jacobian must be 'exact' or 'finite_differences'"):
+        Radau(jacobian="numerical")
 
 
 def test_newton_options_are_checked():

@@ -17,13 +17,20 @@ The outputs are checked at run time, inside the compiled program (so also under 
 coordinate (its link, and whether it is a joint or body coordinate). The check is one fused
 reduction and a branch (`equinox.branched_error_if`). Eager calls raise it as a `ValueError`;
 inside the user's `jit` it surfaces as JAX's runtime error carrying the same message.
+
+The library's own iterations probe trial points that may lie outside a body's range (a Newton
+step past a stretch of zero): there a non-finite value is information, and the solver rejects
+the trial and reports through its status. Traced inside `trial_evaluations()`, the public
+algorithms that a user's actuator or output function calls leave out their output checks.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import jax
@@ -48,6 +55,7 @@ __all__ = [
     "check_states",
     "describe_coordinate",
     "raise_runtime_errors",
+    "trial_evaluations",
 ]
 
 # Every runtime message starts with this, so that eager calls can re-raise it cleanly.
@@ -58,6 +66,22 @@ _HINT = (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+_TRIAL = contextvars.ContextVar("softrigid_trial_evaluations", default=False)
+
+
+@contextlib.contextmanager
+def trial_evaluations() -> Iterator[None]:
+    """Trace the public algorithms called inside without their run-time output checks: for
+    the trial points of the library's solvers (Newton's line search, the inverse statics'
+    trial inputs, scipy's Radau stages), which reject a non-finite trial themselves. A
+    trace-time switch: it selects which compiled program a traced call builds."""
+    token = _TRIAL.set(True)
+    try:
+        yield
+    finally:
+        _TRIAL.reset(token)
+
 
 STATE_NAMES = ("q", "qd", "qdd", "nu")
 
@@ -255,9 +279,15 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
         def checked_core(robot: Robot, *args: Any, **kwargs: Any) -> Any:
             return check_finite(name, robot, core(robot, *args, **kwargs))
 
-        jitted = jax.jit(checked_core, static_argnames=static_argnames)
-        # under a `vmap`: many states run chunk by chunk on CPU (softrigid._batching)
-        jitted_batched = jax.jit(_batching.chunked(checked_core), static_argnames=static_argnames)
+        # (checked, under a `vmap`) -> program; under a `vmap` many states run chunk by chunk
+        # on CPU (softrigid._batching); unchecked inside `trial_evaluations()`
+        jitted = {
+            (checked, batched): jax.jit(
+                _batching.chunked(fn) if batched else fn, static_argnames=static_argnames
+            )
+            for checked, fn in ((True, checked_core), (False, core))
+            for batched in (False, True)
+        }
         fast = _fastpath.Signature.of(core, static_argnames)
 
         @functools.wraps(core)
@@ -283,8 +313,11 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
                 values["loads"] = check_loads(robot, values["loads"])
             if not is_concrete(bound.args, bound.kwargs):
                 batched = _batching.under_vmap((bound.args, bound.kwargs))
-                return (jitted_batched if batched else jitted)(*bound.args, **bound.kwargs)
-            return raise_runtime_errors(lambda: jitted(*bound.args, **bound.kwargs), robot, checked)
+                program = jitted[(not _TRIAL.get(), batched)]
+                return program(*bound.args, **bound.kwargs)
+            return raise_runtime_errors(
+                lambda: jitted[(True, False)](*bound.args, **bound.kwargs), robot, checked
+            )
 
         return public  # type: ignore[return-value]
 

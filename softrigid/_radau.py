@@ -22,6 +22,7 @@ from ._closed_loop import closed_loop
 from ._controller import Controller
 from ._derivatives import residual_derivatives
 from ._dynamics import solve_accelerations, terms
+from ._entry import trial_evaluations
 from ._model import Robot
 from ._module import module, static
 
@@ -118,7 +119,8 @@ def _radau_rhs(
     dyn = closed_loop(robot, loads, policy, law, solver=solver)
     n = robot.n_q
     q, qd = y[:n], y[n:]
-    return jnp.concatenate([qd, dyn.accel(t, q, qd)])
+    with trial_evaluations():  # scipy's stages: a non-finite one shortens the step
+        return jnp.concatenate([qd, dyn.accel(t, q, qd)])
 
 
 @functools.partial(jax.jit, static_argnames=("law", "solver"))

@@ -24,6 +24,7 @@ from jax import Array
 
 from ._checks import as_float, raise_if
 from ._dynamics import actuation
+from ._entry import trial_evaluations
 from ._model import Robot
 from ._module import is_concrete
 from ._statics_equilibrium import check_options, raise_failure, setup
@@ -118,7 +119,8 @@ def _levenberg_marquardt(
         # the outputs only at an equilibrium: a rejected trial's iterate (e.g. past the range
         # of a body's map) stays out of the user's function, whose own checks would raise
         q = jnp.where(converged, q, c.q)
-        dy, y = y_and_dy(q)
+        with trial_evaluations():  # a non-finite output rejects the trial (status 4 at u0)
+            dy, y = y_and_dy(q)
         e = w * (y - target)
         err = jnp.linalg.norm(e)
         ok = converged & jnp.isfinite(err)

@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from ._entry import trial_evaluations
 from ._model import Robot
 from ._statics_residual import residual
 
@@ -123,7 +124,8 @@ def newton(
 
     def body(c: _Carry) -> _Carry:
         trial = c.q + c.alpha * c.step
-        jac, (r, scale) = system(trial)
+        with trial_evaluations():  # a trial past a map's range is rejected, not raised
+            jac, (r, scale) = system(trial)
         norm = jnp.max(jnp.abs(r))
         accept = jnp.isfinite(norm) & (~c.started | (norm <= (1.0 - _ARMIJO * c.alpha) * c.norm))
         it = c.it + (accept & c.started).astype(c.it.dtype)

@@ -346,3 +346,20 @@ def test_fast_compilation_sets_the_flag_before_the_backend_starts():
     np.testing.assert_allclose(fast["qdd"], default["qdd"], rtol=1e-13, atol=1e-13)
     if checked:
         assert "backend has already started" in fast["late"]
+
+
+def test_trial_evaluations_leave_out_the_output_checks(robot):
+    # a solver's trial point may lie outside a body's range: traced inside
+    # `trial_evaluations()` a public algorithm returns the non-finite value to the solver
+    # (which rejects the trial), elsewhere its run-time check raises
+    bad = jnp.array([jnp.nan, 0.0])
+
+    def trial(q):
+        with _entry.trial_evaluations():
+            return sr.gravity_force(robot, q)
+
+    assert np.isnan(np.asarray(jax.jit(trial)(bad))).all()
+    with pytest.raises(Exception, match=r"gravity_force: non-finite value .* coordinate 0"):
+        jax.block_until_ready(jax.jit(lambda q: sr.gravity_force(robot, q))(bad))
+    # the switch is a trace-time one and does not leak out of its block
+    assert not _entry._TRIAL.get()

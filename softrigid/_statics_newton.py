@@ -105,8 +105,9 @@ def newton(
 ) -> tuple[Array, _Carry]:
     """Newton with backtracking from `q0`: the last iterate and the loop's final state.
 
-    Each pass evaluates `(r, J)` at the trial point `q + α Δ` (one forward-mode Jacobian, traced
-    once; the first pass evaluates `q0` itself). A trial is accepted when
+    Each pass evaluates `r` at the trial point `q + α Δ` (the first pass evaluates `q0`
+    itself), and `J` (one forward-mode Jacobian, traced once) only where the trial is
+    accepted. A trial is accepted when
     `max|r(q + αΔ)| ≤ (1 − 10⁻⁴ α) max|r(q)|`, else `α` is halved. At an accepted point the
     loop stops when `max|r| ≤ tol · F`, with `F = max(max|g|, max|s|, max|Q_ext|, max|A u|,
     max|J|)` the largest force met so far; the last term, the force of a unit change of the
@@ -125,9 +126,13 @@ def newton(
     def body(c: _Carry) -> _Carry:
         trial = c.q + c.alpha * c.step
         with trial_evaluations():  # a trial past a map's range is rejected, not raised
-            jac, (r, scale) = system(trial)
+            r, scale = residual(robot, loads, u, trial)
         norm = jnp.max(jnp.abs(r))
         accept = jnp.isfinite(norm) & (~c.started | (norm <= (1.0 - _ARMIJO * c.alpha) * c.norm))
+        # ∂r/∂q only at an accepted trial: a rejected one costs one residual, not n_q
+        # directions (under vmap both branches run, as before)
+        with trial_evaluations():
+            jac = jax.lax.cond(accept, lambda x: system(x)[0], lambda x: c.jac, trial)
         it = c.it + (accept & c.started).astype(c.it.dtype)
         scale = jnp.maximum(c.scale, jnp.maximum(scale, jnp.max(jnp.abs(jac))))
         converged = norm <= tol * scale

@@ -112,6 +112,50 @@ def test_tendon_general_path_against_polyline():
     )
 
 
+def test_tendon_guides_are_chords_in_constant_curvature(cc_chain):
+    # straight between guides on the offset line x1 = d at arc lengths s_j: chords of the
+    # fibre's arc of radius L/q + d, l = Σ_j 2 (L/q + d) sin(q Δs_j / 2L); body 1's first guide
+    # is 0.1 past the fixed joint, so the span across it is one more chord of body 1
+    d, s = 0.03, np.array([0.0, 0.1, 0.25, LENGTH])
+    guides = np.stack([np.full(4, d), np.zeros(4), s], axis=1)
+    tendon = Tendon([0, 1], guides=[guides, guides[1:]])
+    gaps = np.diff(s)
+
+    def chords(q):
+        return jnp.sum(2 * (LENGTH / q + d) * jnp.sin(q * gaps / (2 * LENGTH)))
+
+    def closed_form(q):
+        return chords(q[0]) + chords(q[1])
+
+    robot = actuated(cc_chain, [tendon])
+    q = jnp.array([0.7, -0.4, 0.3, 0.2])
+    np.testing.assert_allclose(tendon_length(tendon, cc_chain, q), closed_form(q), rtol=1e-14)
+    np.testing.assert_allclose(
+        actuation_matrix(robot, q)[:, 0], -jax.grad(closed_form)(q), rtol=1e-12, atol=1e-16
+    )
+    # q = 0: the straight lengths, and the limit A = −d Σ Δs / L per body (finite)
+    zero = jnp.zeros(4)
+    np.testing.assert_allclose(tendon_length(tendon, cc_chain, zero), 2 * LENGTH, rtol=1e-15)
+    np.testing.assert_allclose(
+        actuation_matrix(robot, zero)[:, 0], [-d, -d, 0.0, 0.0], rtol=1e-13, atol=1e-16
+    )
+
+
+def test_tendon_guides_are_checked(cc_chain):
+    inside = np.array([[0.03, 0.0, 0.1], [0.03, 0.0, 0.3]])
+    with pytest.raises(ValueError, match=r"one guides array per link \(2\), got 1"):
+        Tendon([0, 1], guides=[inside])
+    with pytest.raises(ValueError, match=r"guides\[0\] must be a \(g, 3\) array"):
+        Tendon([0], guides=[inside[:, :2]])
+    with pytest.raises(ValueError, match=r"guides\[0\] must be finite"):
+        Tendon([0], guides=[inside * np.nan])
+    with pytest.raises(ValueError, match="exactly one of offset"):
+        Tendon([0], (0.01, 0.0), guides=[inside])
+    outside = inside + np.array([0.03, 0.0, 0.0])
+    with pytest.raises(ValueError, match=r"a guide in link 0 leaves the body: .*\(0.06, 0, 0.1\)"):
+        actuated(cc_chain, [Tendon([0], guides=[outside])])
+
+
 def test_pressure_chamber_volume():
     # region r ≤ r_c mapped by bulge: V_c = π r_c² L (1 + q0)², A = (2π r_c² L (1 + q0), 0)
     body = sr.SoftBody(bulge, VOLUME, density=1.0, n_q=2, **FRAME)

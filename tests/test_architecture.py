@@ -325,7 +325,7 @@ LAYERS = [
     {"_model", "_charts"},
     {"_recursion"},
     {"_loads", "_entry", "_fastpath", "_chain", "_energy"},
-    {"_articulated"},
+    {"_articulated", "_tendon"},
     {"_dynamics", "lagrangian"},
     {"_derivatives"},
     {

@@ -7,8 +7,10 @@ interface only; the actuators themselves (`softrigid.actuators`) build on the ch
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import jax.numpy as jnp
 from jax import Array
 
 if TYPE_CHECKING:
@@ -27,6 +29,13 @@ class Actuator(abc.ABC):
     @abc.abstractmethod
     def columns(self, robot: Robot, q: Array) -> Array:
         """Its columns `(n_q, n_inputs)` of `A(q)`."""
+
+    @classmethod
+    def group_columns(cls, robot: Robot, q: Array, actuators: Sequence[Actuator]) -> Array:
+        """The columns `(n_q, Σ n_inputs)` of several actuators of this class, in their order
+        (by default each alone; a class overrides it to share work between its actuators, as
+        tendons with guides share one map evaluation per body)."""
+        return jnp.concatenate([a.columns(robot, q) for a in actuators], axis=1)
 
     def check(self, robot: Robot) -> None:  # noqa: B027 - optional hook, no-op by default
         """Raise `ValueError`/`TypeError` when the actuator does not fit `robot`."""

@@ -10,6 +10,7 @@ controllers.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, NamedTuple
 
 import jax
@@ -65,7 +66,9 @@ def actuation(robot: Robot, q: Array) -> Array:
     """`A(q)` `(n_q, n_u)` (unchecked core): the actuators' columns, or `I` without actuators."""
     if not robot.actuators:
         return jnp.eye(robot.n_q, dtype=q.dtype)
-    return jnp.concatenate([a.columns(robot, q) for a in robot.actuators], axis=1)
+    # consecutive actuators of one class together (`Actuator.group_columns`)
+    groups = itertools.groupby(robot.actuators, type)
+    return jnp.concatenate([kind.group_columns(robot, q, list(g)) for kind, g in groups], axis=1)
 
 
 @algorithm()

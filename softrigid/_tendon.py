@@ -68,6 +68,36 @@ def _guides(value: Any, count: int) -> tuple[Array, ...]:
     return tuple(out)
 
 
+def _guided_lengths(robot: Robot, q: Array, tendons: Sequence[Tendon]) -> Array:
+    """Lengths `(T,)` of tendons with guides: the world points of the guides, those of all the
+    tendons in a body mapped in one call, then the straight spans along each route,
+
+        l = |p_1 − start| + Σ_j |p_{j+1} − p_j|,   p = R_i f(x, q_B) + t_i  (the proximal pose),
+
+    over the guides of every body of the route in order (the spans across joints included)."""
+    rot, trans = proximal_poses(robot, q)
+    bodies: dict[int, list[tuple[int, int]]] = {}
+    for t, tendon in enumerate(tendons):
+        for k, i in enumerate(tendon.links):
+            bodies.setdefault(i, []).append((t, k))
+    world: dict[tuple[int, int], Array] = {}
+    for i, entries in bodies.items():
+        guides = [tendons[t].guides[k].astype(q.dtype) for t, k in entries]
+        mapped = robot.links[i].body.map_points(q[robot.body_slice(i)], jnp.concatenate(guides))
+        mapped = mapped @ rot[i].T + trans[i]
+        ends = np.cumsum([0] + [g.shape[0] for g in guides])
+        for entry, a, b in zip(entries, ends[:-1], ends[1:]):
+            world[entry] = mapped[a:b]
+    out = []
+    for t, tendon in enumerate(tendons):
+        route = [world[t, k] for k in range(len(tendon.links))]
+        if tendon.start is not None:
+            route.insert(0, tendon.start[None].astype(q.dtype))
+        pts = jnp.concatenate(route)
+        out.append(jnp.sum(_span(pts[1:] - pts[:-1])))
+    return jnp.stack(out)
+
+
 @module
 class Tendon(Actuator):
     """A tendon routed through consecutive soft bodies, pulled with tension `u ≥ 0`.
@@ -187,15 +217,10 @@ class Tendon(Actuator):
 
         return offset_path
 
-    def _inside(self, robot: Robot, k: int, qb: Array) -> tuple[Array, Array, Array]:
-        """In body `k` of the route: the length inside it, and its entry and exit material
+    def _along_path(self, robot: Robot, k: int, qb: Array) -> tuple[Array, Array, Array]:
+        """In body `k` of the route: the length of the path, and its entry and exit material
         points."""
         kin = robot.links[self.links[k]].body.kinematics
-        if self.guides is not None:
-            x = self.guides[k].astype(qb.dtype)
-            # l_i = Σ_j |f(x_{j+1}) − f(x_j)|
-            p = jax.vmap(lambda a: kin(a, qb))(x)
-            return jnp.sum(_span(p[1:] - p[:-1])), x[0], x[-1]
         path = self.path(robot, k)
         s, w = (jnp.asarray(a, dtype=qb.dtype) for a in gauss_legendre(self.order))
 
@@ -211,9 +236,12 @@ class Tendon(Actuator):
     def length(self, robot: Robot, q: Array) -> Array:
         """Tendon length `l(q)` (scalar): the lengths inside the bodies plus straight spans.
 
-        A span is evaluated in the distal frame `S_{i−1}` of the body it leaves (lengths do not
-        depend on the frame), so the cost is linear in the number of bodies.
+        Along paths a span is evaluated in the distal frame `S_{i−1}` of the body it leaves
+        (lengths do not depend on the frame), so the cost is linear in the number of bodies;
+        with guides, `Tendon.lengths`.
         """
+        if self.guides is not None:
+            return _guided_lengths(robot, q, [self])[0]
         total = jnp.zeros((), q.dtype)
         exit_local = None
         for k, i in enumerate(self.links):
@@ -221,7 +249,7 @@ class Tendon(Actuator):
             body = link.body
             qi = robot.split(q)[i]
             qj, qb = qi[: link.joint.n_q], qi[link.joint.n_q :]
-            inside, entry_x, exit_x = self._inside(robot, k, qb)
+            inside, entry_x, exit_x = self._along_path(robot, k, qb)
             total = total + inside
             if k == 0 and self.start is not None:
                 # from the base anchor to the entry point, in the base frame
@@ -236,6 +264,24 @@ class Tendon(Actuator):
             # exit point in the distal frame S_i: R_Bᵀ (f(x_exit, q_B) − t_B)
             exit_local = body.local_points(qb, exit_x[None])[0]
         return total
+
+    @staticmethod
+    def lengths(robot: Robot, q: Array, tendons: Sequence[Tendon]) -> Array:
+        """The lengths `(T,)` of several tendons at `q`; the guides of all the tendons with
+        guides are mapped together, one map evaluation per body (and one chain of poses), so a
+        bundle of tendons costs about what one does."""
+        guided = [k for k, t in enumerate(tendons) if t.guides is not None]
+        out: list[Array] = [t.length(robot, q) if t.guides is None else None for t in tendons]
+        if guided:
+            shared = _guided_lengths(robot, q, [tendons[k] for k in guided])
+            for j, k in enumerate(guided):
+                out[k] = shared[j]
+        return jnp.stack(out)
+
+    @classmethod
+    def group_columns(cls, robot: Robot, q: Array, actuators: Sequence[Actuator]) -> Array:
+        # A = −(∂l/∂q)ᵀ for the tendons together (their guides mapped once per body)
+        return -jax.jacfwd(lambda x: cls.lengths(robot, x, actuators))(q).T
 
     def n_inputs(self, robot: Robot) -> int:
         return 1

@@ -141,6 +141,24 @@ def test_tendon_guides_are_chords_in_constant_curvature(cc_chain):
     )
 
 
+def test_tendons_together_equal_each_alone(cc_chain):
+    # consecutive tendons share one map evaluation per body (Tendon.group_columns): the same
+    # columns as each tendon alone, in the robot's order, a path tendon among them
+    guides = [np.array([[0.02, 0.01, 0.05], [0.0, 0.03, 0.3]]), np.array([[-0.02, 0.0, 0.2]])]
+    tendons = [
+        Tendon([0, 1], guides=guides, start=(0.0, 0.0, -0.05)),
+        Tendon([1, 2], (0.01, -0.02)),
+        Tendon([2], guides=guides[1:]),
+        Tendon([0], guides=guides[:1]),
+    ]
+    robot = actuated(cc_chain, tendons)
+    q = jnp.array([0.5, -0.3, 0.2, 0.8])
+    alone = np.concatenate([np.asarray(t.columns(cc_chain, q)) for t in tendons], axis=1)
+    np.testing.assert_allclose(actuation_matrix(robot, q), alone, rtol=1e-13, atol=1e-16)
+    lengths = [float(tendon_length(t, cc_chain, q)) for t in tendons]
+    np.testing.assert_allclose(Tendon.lengths(cc_chain, q, tendons), lengths, rtol=1e-14)
+
+
 def test_tendon_guides_are_checked(cc_chain):
     inside = np.array([[0.03, 0.0, 0.1], [0.03, 0.0, 0.3]])
     with pytest.raises(ValueError, match=r"one guides array per link \(2\), got 1"):

@@ -4,6 +4,7 @@ eq. (55) of seed 003) and the actuation coordinates `y(q)` it tracks by default
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,19 +31,23 @@ def actuation_coordinates(robot: Robot, q: Array) -> Array:
     if not robot.actuators:
         return q
     parts = []
-    for act in robot.actuators:
-        if isinstance(act, JointMotor):
-            start = robot.q_slices()[act.link].start
-            parts.append(q[start : start + robot.links[act.link].joint.n_q])
-        elif isinstance(act, Tendon):
-            parts.append(-act.length(robot, q)[None])
-        elif isinstance(act, PressureChamber):
-            parts.append(act.chamber_volume(robot, q)[None])
-        else:
-            raise TypeError(
-                f"actuation_coordinates: no actuation coordinate known for a "
-                f"{type(act).__name__}; pass output=y(robot, q) to CollocatedPFBL"
-            )
+    for kind, group in itertools.groupby(robot.actuators, type):
+        group = list(group)
+        if issubclass(kind, Tendon):
+            # consecutive tendons together: their guides are mapped once per body
+            parts.append(-Tendon.lengths(robot, q, group))
+            continue
+        for act in group:
+            if isinstance(act, JointMotor):
+                start = robot.q_slices()[act.link].start
+                parts.append(q[start : start + robot.links[act.link].joint.n_q])
+            elif isinstance(act, PressureChamber):
+                parts.append(act.chamber_volume(robot, q)[None])
+            else:
+                raise TypeError(
+                    f"actuation_coordinates: no actuation coordinate known for a "
+                    f"{type(act).__name__}; pass output=y(robot, q) to CollocatedPFBL"
+                )
     return jnp.concatenate(parts)
 
 

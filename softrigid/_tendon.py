@@ -123,7 +123,12 @@ class Tendon(Actuator):
 
     A tendon only pulls: `u ≥ 0` is the controller's (or the inverse statics') responsibility;
     a negative `u` is computed as given (a push) and is not physical. A straight span of zero
-    length (exit and entry points coinciding, as across a fixed joint) has derivative 0.
+    length (exit and entry points coinciding, as across a fixed joint) has derivative 0. Such a
+    span is harmless where it stays closed (the end faces of rods and constant-curvature
+    segments are rigid); where the points can separate (the faces of LVP bodies deform in
+    their plane, a `start` on a guide at rest) the span's length `|d|` has a kink at `d = 0`
+    and everything that differentiates `A(q)` (the statics' Jacobian, PFBL's `J̇ q̇`, an
+    implicit integrator's matrix) is not smooth there: keep the route's points apart.
 
     Checks: a tendon at signed offset `d` along `x1` in `PlanarConstantCurvature(L)` has
     `l = L + d q` exactly, so `A = −d`: pulling bends the body toward the tendon. With guides at

@@ -1,0 +1,101 @@
+"""Seed 003's Simulation 1 (`examples/helicoid_tracking.py`).
+
+Fast: the tendon routing against its closed form on the straight arm (eyelets where the
+blade's long axis points along the tendon, straight spans in between), the segments each
+triplet acts on, the task's circles and the periodic reference spline. Slow (`pytest -m
+slow`: the inverse statics of this robot compile for about five minutes on the project's
+2-core machine): the sampled equilibria balance the recursion's inverse dynamics,
+`ID(q, 0, 0) = A(q) u`, with the tips on the targets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scripts import load_example
+
+
+@pytest.fixture(scope="module")
+def example():
+    return load_example("helicoid_tracking")
+
+
+def test_tendon_routing_on_the_straight_arm(example):
+    import jax.numpy as jnp
+
+    import softrigid as sr
+    from softrigid import control
+
+    robot = example.build(degree=2)
+    assert (robot.n_links, robot.n_q, robot.n_u) == (3, 24, 9)
+    length = example.LENGTH
+    # straight: the eyelets of a tendon at angle θ lie on one vertical line, at
+    # L (θ mod π)/2π and half a segment higher in each segment; triplet 0 runs from its spool
+    # DROP below the base plane to its upper eyelet in segment 0, triplet k from its upper
+    # eyelet in segment k − 1 to its upper eyelet in segment k: l = DROP + L (θ mod π)/2π + L/2
+    # and l = L
+    y = np.asarray(control.actuation_coordinates(robot, jnp.zeros(24)))
+    for j in range(9):
+        theta = example.TRIPLETS[j // 3][j % 3]
+        first = example.DROP + length * (theta % np.pi) / (2 * np.pi) + length / 2
+        np.testing.assert_allclose(-y[j], first if j < 3 else length, rtol=1e-13)
+    # the eyelets lie in the blade: where its long axis (angle 2π x3 / L) points along θ mod π
+    for theta in np.asarray(example.TRIPLETS).ravel():
+        pts = example.eyelets(theta)
+        axis = 2 * np.pi * pts[:, 2] / length
+        np.testing.assert_allclose(np.sin(axis - theta), 0.0, atol=1e-12)
+        np.testing.assert_allclose(np.hypot(pts[:, 0], pts[:, 1]), example.RHO)
+    # triplet k acts on segments k − 1 and k only (A's other rows are zero: exactly past k;
+    # to rounding below k − 1, whose coordinates move the whole route rigidly), on both
+    q = jnp.asarray(np.random.default_rng(0).uniform(-0.1, 0.1, 24))
+    a = np.asarray(sr.actuation_matrix(robot, q))
+    for j in range(9):
+        k = j // 3
+        assert not np.any(a[8 * (k + 1) :, j])
+        np.testing.assert_allclose(a[: 8 * max(k - 1, 0), j], 0.0, atol=1e-15)
+        for b in range(max(k - 1, 0), k + 1):
+            assert np.abs(a[8 * b : 8 * b + 8, j]).max() > 1e-4
+
+
+def test_task_and_reference(example):
+    # the seed's circles: radii 2, 2.5, 3 cm at heights 8, 15, 24 cm, period 5 s
+    t = np.array([0.0, 1.25, 5.0])
+    tips = example.tip_targets(t).reshape(3, 3, 3)
+    np.testing.assert_allclose(tips[0, :, 0], [0.02, 0.025, 0.03])
+    np.testing.assert_allclose(tips[1, :, 1], [0.02, 0.025, 0.03])
+    np.testing.assert_allclose(tips[:, :, 2], np.tile([0.08, 0.15, 0.24], (3, 1)))
+    np.testing.assert_allclose(tips[2], tips[0], atol=1e-15)
+    # y_d: periodic, through the samples, twice differentiable across the period's end
+    k = 8
+    times = np.arange(k) * 5.0 / k
+    phase = 2 * np.pi * times / 5.0
+    y = np.stack([np.sin(phase), np.cos(2 * phase)], axis=1)
+    eq = example.Equilibria(times, None, None, y, None, None)
+    ref = example.reference(eq, t_final=6.0)
+    for s in (0.3, 2.2, 4.9):
+        r0, r1 = ref(s), ref(s + 5.0)
+        for a, b in zip(r0, r1):
+            np.testing.assert_allclose(a, b, atol=1e-12)
+    np.testing.assert_allclose(np.stack([ref(s)[0] for s in times]), y, atol=1e-14)
+    before, after = ref(5.0 - 1e-9), ref(5.0 + 1e-9)
+    for a, b in zip(before, after):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_sampled_statics_are_equilibria_on_the_targets(example, tmp_path):
+    import jax.numpy as jnp
+
+    import softrigid as sr
+
+    summary = example.run(out=tmp_path, samples=4, figures=False)
+    assert summary["tip_error_max_m"] < 1e-9
+    assert (tmp_path / "equilibria.pvd").exists()
+    eq = np.load(tmp_path / "equilibria.npz")
+    robot = example.build()
+    zero = jnp.zeros(robot.n_q)
+    for t, q, u in zip(eq["times"], eq["q"], eq["u"]):
+        # the recursion's ID(q, 0, 0) = A(q) u (not the solver's residual), the tips on target
+        q, u = jnp.asarray(q), jnp.asarray(u)
+        residual = sr.inverse_dynamics(robot, q, zero, zero) - sr.actuation_force(robot, q, u)
+        np.testing.assert_allclose(residual, 0.0, atol=1e-9 * float(jnp.abs(u).max()))
+        np.testing.assert_allclose(example.tips(robot, q), example.tip_targets(t), atol=1e-9)

@@ -43,8 +43,7 @@ class Radau:
     Args:
         rtol, atol: scipy's error tolerances.
         jacobian: `"exact"` (default) or `"finite_differences"`: scipy's own forward
-            differences of the jitted `ẏ` (`2 n_q` evaluations per Jacobian, made in one
-            batched call: scipy's `vectorized` mode with a `vmap` of `ẏ`). The Jacobian only
+            differences of the jitted `ẏ` (`2 n_q` evaluations per Jacobian). The Jacobian only
             drives Radau's Newton iteration (scipy keeps it over many steps), not the accuracy,
             so differences serve where the exact Jacobian's program is slow to compile: on the
             seed's helicoid robot (24 coordinates, 3 LVP bodies) a first Radau call took 455 s
@@ -85,28 +84,17 @@ class Radau:
             # scipy passes `t` as a Python or a NumPy float: one dtype, one compilation
             return np.asarray(t, y0.dtype), np.asarray(y, y0.dtype)
 
-        def columns(t: Any, ys: Any) -> np.ndarray:
-            # scipy's vectorized calls, `ys` (2 n_q, k): one column alone, the k columns of a
-            # finite-difference Jacobian in one batched call, padded to 2 n_q columns (one
-            # compilation whatever k scipy asks for)
-            t, ys = typed(t, ys)
-            k = ys.shape[1]
-            if k == 1:
-                return np.asarray(_radau_rhs(*args, t, ys[:, 0]))[:, None]
-            padded = np.concatenate([ys, np.repeat(ys[:, :1], max(2 * n - k, 0), axis=1)], 1)
-            return np.asarray(_radau_rhs_columns(*args, t, padded))[:, :k]
-
-        exact = self.jacobian == "exact"
         sol = solve_ivp(
-            (lambda t, y: np.asarray(_radau_rhs(*args, *typed(t, y)))) if exact else columns,
+            lambda t, y: np.asarray(_radau_rhs(*args, *typed(t, y))),
             (float(times[0]), float(times[-1])),
             y0,
             method="Radau",
             t_eval=times,
             jac=(
-                (lambda t, y: np.asarray(_radau_jacobian(*args, *typed(t, y)))) if exact else None
+                (lambda t, y: np.asarray(_radau_jacobian(*args, *typed(t, y))))
+                if self.jacobian == "exact"
+                else None
             ),
-            vectorized=not exact,
             rtol=self.rtol,
             atol=self.atol,
         )
@@ -133,24 +121,6 @@ def _radau_rhs(
     q, qd = y[:n], y[n:]
     with trial_evaluations():  # scipy's stages: a non-finite one shortens the step
         return jnp.concatenate([qd, dyn.accel(t, q, qd)])
-
-
-@functools.partial(jax.jit, static_argnames=("law", "solver"))
-def _radau_rhs_columns(
-    robot: Robot,
-    loads: tuple,
-    policy: Controller | None,
-    law: Callable | None,
-    solver: str,
-    t: Array,
-    ys: Array,
-) -> Array:
-    """`ẏ` at the columns of `ys` `(2 n_q, k)`, batched (a finite-difference Jacobian)."""
-
-    def one(y: Array) -> Array:
-        return _radau_rhs(robot, loads, policy, law, solver, t, y)
-
-    return jax.vmap(one, in_axes=1, out_axes=1)(ys)
 
 
 @functools.partial(jax.jit, static_argnames=("law", "solver"))

@@ -292,8 +292,8 @@ class Tendon(Actuator):
         return 1
 
     def columns(self, robot: Robot, q: Array) -> Array:
-        # A = −(∂l/∂q)ᵀ
-        return -jax.jacfwd(lambda x: self.length(robot, x))(q)[:, None]
+        # A = −(∂l/∂q)ᵀ: the group of this tendon alone
+        return self.group_columns(robot, q, [self])
 
     def check(self, robot: Robot) -> None:
         for i in self.links:

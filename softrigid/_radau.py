@@ -1,22 +1,23 @@
-"""The adaptive stiff method of `softrigid.simulate`: scipy's Radau IIA.
+"""The adaptive stiff methods of `softrigid.simulate`: scipy's Radau IIA and BDF.
 
-`Radau.integrate` runs `scipy.integrate.solve_ivp(method="Radau")` on the host with jitted
-callbacks, the closed loop's `ẏ = (q̇, q̈)` and (by default) its exact Jacobian from the
-dynamics derivatives; the callbacks are module-level functions of the robot and the controller
-(traced arguments), so a repeated run compiles nothing.
+`Radau.integrate` / `BDF.integrate` step `scipy.integrate.Radau` / `scipy.integrate.BDF` on
+the host with jitted callbacks, the closed loop's `ẏ = (q̇, q̈)` and (by default) its Jacobian
+from the dynamics derivatives; the callbacks are module-level functions of the robot and the
+controller (traced arguments), so a repeated run compiles nothing.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.integrate
 from jax import Array
-from scipy.integrate import solve_ivp
 
 from ._closed_loop import closed_loop
 from ._controller import Controller
@@ -26,40 +27,44 @@ from ._entry import trial_evaluations
 from ._model import Robot
 from ._module import module, static
 
-__all__ = ["Radau", "simulate_radau"]
+__all__ = ["BDF", "Adaptive", "Radau", "simulate_adaptive"]
+
+_REPORTS = 10  # progress lines per run
 
 
 @module
-class Radau:
-    """Adaptive Radau IIA (order 5) with error control: `scipy.integrate.solve_ivp(method=
-    "Radau")` on `y = (q, q̇)` with the exact Jacobian of the first-order system,
+class Adaptive:
+    """An adaptive stiff method of scipy with error control on `y = (q, q̇)` (base of `Radau`
+    and `BDF`): the Jacobian of the first-order system is
 
         ∂q̈/∂q = −M⁻¹ ∂r/∂q,   ∂q̈/∂q̇ = −M⁻¹ ∂r/∂q̇,   r = ν − A u(t, q, q̇)
         (the controller's feedback with the dynamics terms held at their value),
 
-    from jitted callbacks. Runs eagerly on the host: not jittable, not differentiable, not
-    `vmap`-able (a `TypeError` with traced inputs); the output is sampled on the fixed grid.
+    from jitted callbacks, or scipy's forward differences of the jitted `ẏ`
+    (`jacobian="finite_differences"`, `2 n_q` evaluations per Jacobian). The Jacobian only
+    drives the Newton iteration of the steps (scipy keeps it over many steps), not the
+    accuracy, so differences serve where the exact Jacobian's program is slow to compile (the
+    seed's helicoid robot: about 6 minutes against 1.5 for `ẏ`'s), and where a law cancels
+    the model's own dynamics (a PFBL: the held-terms Jacobian misses that cancellation).
+    Runs eagerly on the host: not jittable, not differentiable, not `vmap`-able (a
+    `TypeError` with traced inputs); the output is the dense output sampled on the fixed grid.
 
     Args:
         rtol, atol: scipy's error tolerances.
-        jacobian: `"exact"` (default) or `"finite_differences"`: scipy's own forward
-            differences of the jitted `ẏ` (`2 n_q` evaluations per Jacobian). The Jacobian only
-            drives Radau's Newton iteration (scipy keeps it over many steps), not the accuracy,
-            so differences serve where the exact Jacobian's program is slow to compile: on the
-            seed's helicoid robot (24 coordinates, 3 LVP bodies) a first Radau call took 455 s
-            with the exact Jacobian, about 6 minutes of it compiling that program, against
-            91 s for `ẏ`'s program, all the differences need.
+        jacobian: `"exact"` (default) or `"finite_differences"`.
     """
 
     rtol: float = static(default=1e-8)
     atol: float = static(default=1e-10)
     jacobian: str = static(default="exact")
-    name: ClassVar[str] = "radau"
+    name: ClassVar[str] = "adaptive"
+    scipy_method: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
         if self.jacobian not in ("exact", "finite_differences"):
             raise ValueError(
-                f"Radau: jacobian must be 'exact' or 'finite_differences', got {self.jacobian!r}"
+                f"{type(self).__name__}: jacobian must be 'exact' or 'finite_differences', "
+                f"got {self.jacobian!r}"
             )
 
     def integrate(
@@ -72,10 +77,12 @@ class Radau:
         q0: Array,
         qd0: Array,
         times: np.ndarray,
+        progress: bool = False,
     ) -> tuple[np.ndarray, np.ndarray]:
         """`(q, q̇)` at `times` `(S + 1, n_q)` each, from `(q0, q̇0)` at `times[0]`, under the
         controller split as `closed_loop`'s (the callbacks compile once per robot structure,
-        controller and solver, not once per call)."""
+        controller and solver, not once per call). With `progress`, about ten lines report
+        the simulated time, the wall time, the steps and the Jacobians."""
         n = robot.n_q
         args = (robot, loads, policy, law, solver)
         y0 = np.concatenate([np.asarray(q0), np.asarray(qd0)])
@@ -84,25 +91,67 @@ class Radau:
             # scipy passes `t` as a Python or a NumPy float: one dtype, one compilation
             return np.asarray(t, y0.dtype), np.asarray(y, y0.dtype)
 
-        sol = solve_ivp(
-            lambda t, y: np.asarray(_radau_rhs(*args, *typed(t, y))),
-            (float(times[0]), float(times[-1])),
+        def jac(t: Any, y: Any) -> np.ndarray:
+            return np.asarray(_radau_jacobian(*args, *typed(t, y)))
+
+        t0, t1 = float(times[0]), float(times[-1])
+        stepper = getattr(scipy.integrate, self.scipy_method)(
+            lambda t, y: np.asarray(_radau_rhs(*args, *typed(t, y))[0]),
+            t0,
             y0,
-            method="Radau",
-            t_eval=times,
-            jac=(
-                (lambda t, y: np.asarray(_radau_jacobian(*args, *typed(t, y))))
-                if self.jacobian == "exact"
-                else None
-            ),
+            t1,
+            jac=jac if self.jacobian == "exact" else None,
             rtol=self.rtol,
             atol=self.atol,
         )
-        if not sol.success or sol.y.shape[1] != len(times) or not np.isfinite(sol.y).all():
-            raise ValueError(
-                f"simulate: method 'radau' failed at t = {float(sol.t[-1]):.6g} s: {sol.message}"
-            )
-        return sol.y[:n].T, sol.y[n:].T
+        ts, pieces = [t0], []
+        start, mark = time.perf_counter(), t0
+        while stepper.status == "running":
+            stepper.step()
+            if stepper.status == "failed" or not np.isfinite(stepper.y).all():
+                raise ValueError(
+                    f"simulate: method {self.name!r} failed at t = {stepper.t:.6g} s: "
+                    "the step size became too small or the state non-finite"
+                )
+            ts.append(stepper.t)
+            pieces.append(stepper.dense_output())
+            if progress and (stepper.t >= mark or stepper.status == "finished"):
+                mark = stepper.t + (t1 - t0) / _REPORTS
+                wall = max(time.perf_counter() - start, 1e-12)
+                print(
+                    f"simulate: t = {stepper.t:.4g} / {t1:.4g} s, wall {wall:.3g} s, real-time "
+                    f"factor {(stepper.t - t0) / wall:.3g}, {len(ts) - 1} steps, "
+                    f"{stepper.njev} Jacobians",
+                    flush=True,
+                )
+        y = scipy.integrate.OdeSolution(ts, pieces)(times)
+        y[:, 0] = y0  # the dense output at the start is `y0` to rounding
+        return y[:n].T, y[n:].T
+
+
+@module
+class Radau(Adaptive):
+    """Adaptive Radau IIA (order 5, L-stable) with error control: `scipy.integrate.Radau`
+    (see `Adaptive` for the Jacobian, the options and what it cannot do). It updates the
+    Jacobian after every step whose Newton iteration was slow, so it suits robots whose
+    Jacobian is cheap; `BDF` keeps it much longer."""
+
+    name: ClassVar[str] = "radau"
+    scipy_method: ClassVar[str] = "Radau"
+
+
+@module
+class BDF(Adaptive):
+    """Adaptive variable-order (1–5) backward differentiation formulas with error control:
+    `scipy.integrate.BDF` (numerical differentiation formulas; see `Adaptive` for the Jacobian,
+    the options and what it cannot do). Orders 1–2 are A-stable and higher orders are stable
+    on the negative real axis, where a soft body's overdamped Kelvin–Voigt modes lie. It
+    evaluates a new Jacobian only when the Newton iteration with the kept one fails, so it
+    suits robots whose Jacobian is expensive (a Jacobian by differences on the seed's helicoid
+    robot costs about 50 evaluations of `ẏ`)."""
+
+    name: ClassVar[str] = "bdf"
+    scipy_method: ClassVar[str] = "BDF"
 
 
 @functools.partial(jax.jit, static_argnames=("law", "solver"))
@@ -114,13 +163,15 @@ def _radau_rhs(
     solver: str,
     t: Array,
     y: Array,
-) -> Array:
-    """`ẏ = (q̇, q̈)` of the closed loop at `y = (q, q̇)`."""
+) -> tuple[Array, Array]:
+    """`ẏ = (q̇, q̈)` of the closed loop at `y = (q, q̇)`, and the inputs `u` there (the
+    recorded inputs come from this program too: no second compilation)."""
     dyn = closed_loop(robot, loads, policy, law, solver=solver)
     n = robot.n_q
     q, qd = y[:n], y[n:]
     with trial_evaluations():  # scipy's stages: a non-finite one shortens the step
-        return jnp.concatenate([qd, dyn.accel(t, q, qd)])
+        qdd, u = dyn.evaluate(t, q, qd)
+    return jnp.concatenate([qd, qdd]), u
 
 
 @functools.partial(jax.jit, static_argnames=("law", "solver"))
@@ -149,43 +200,37 @@ def _radau_jacobian(
     return jnp.concatenate([upper, lower])
 
 
-@functools.partial(jax.jit, static_argnames=("law",))
-def _recorded_inputs(
-    robot: Robot,
-    loads: tuple,
-    policy: Controller | None,
-    law: Callable | None,
-    t: Array,
-    q: Array,
-    qd: Array,
-) -> Array:
-    """The inputs `u(t, q, q̇)` `(S + 1, n_u)` along a trajectory."""
-    return jax.vmap(closed_loop(robot, loads, policy, law).inputs)(t, q, qd)
-
-
-def simulate_radau(
+def simulate_adaptive(
     robot: Robot,
     q0: Array,
     qd0: Array,
     dt: float,
     n_steps: int,
-    scheme: Radau,
+    scheme: Adaptive,
     policy: Controller | None,
     law: Callable | None,
     loads: tuple,
     period: int | None,
     eager: bool,
     solver: str,
+    progress: bool = False,
 ) -> tuple[Array, Array, Array, Array]:
-    """`simulate(..., method=Radau(...))`: `(t, q, q̇, u)` on the grid `dt · k`, eager only."""
+    """`simulate(..., method=Radau(...) or BDF(...))`: `(t, q, q̇, u)` on the grid `dt · k`,
+    eager only."""
     if not eager:
         raise TypeError(
-            "simulate: method 'radau' runs scipy.integrate.solve_ivp on the host and is not "
-            "jittable: call it outside jit/vmap/grad, or use a fixed-step method"
+            f"simulate: method {scheme.name!r} runs scipy's {scheme.scipy_method} on the host "
+            "and is not jittable: call it outside jit/vmap/grad, or use a fixed-step method"
         )
     if period is not None:
-        raise ValueError("simulate: control_period is not supported by method 'radau'")
+        raise ValueError(f"simulate: control_period is not supported by method {scheme.name!r}")
     times = dt * np.arange(n_steps + 1)
-    q, qd = scheme.integrate(robot, loads, policy, law, solver, q0, qd0, times)
+    q, qd = scheme.integrate(robot, loads, policy, law, solver, q0, qd0, times, progress)
+    args = (robot, loads, policy, law, solver)
+    y = np.concatenate([q, qd], axis=1).astype(q.dtype)
+    # the inputs at the grid's states, from the callback's own program
+    u = np.stack(
+        [np.asarray(_radau_rhs(*args, np.asarray(s, q.dtype), x)[1]) for s, x in zip(times, y)]
+    )
     t, q, qd = (jnp.asarray(x, q0.dtype) for x in (times, q, qd))
-    return t, q, qd, _recorded_inputs(robot, loads, policy, law, t, q, qd)
+    return t, q, qd, jnp.asarray(u, q0.dtype)

@@ -1,5 +1,5 @@
 """Fixed-step simulation of `M(q) q̈ + c + g + s − Q_ext = A(q) u` inside `lax.scan`, and the
-adaptive Radau method on the host.
+adaptive Radau and BDF methods on the host.
 
 The driver is separate from the schemes (`softrigid._integrators`, `softrigid._radau`): it checks the arguments,
 runs `scheme.step` over the time grid, holds the inputs between controller samples
@@ -46,7 +46,7 @@ from ._integrators import (
 from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
-from ._radau import Radau, simulate_radau
+from ._radau import BDF, Adaptive, Radau, simulate_adaptive
 
 __all__ = ["METHODS", "Trajectory", "simulate"]
 
@@ -56,6 +56,7 @@ METHODS = {
     "implicit_euler": ImplicitEuler,
     "generalized_alpha": GeneralizedAlpha,
     "radau": Radau,
+    "bdf": BDF,
 }
 
 _DEFAULT_SCHEMES = {name: cls() for name, cls in METHODS.items()}
@@ -221,8 +222,8 @@ def _positive_number(name: str, value: Any) -> float:
     return v
 
 
-def _scheme(method: Any) -> Integrator | Radau:
-    if isinstance(method, (Integrator, Radau)):
+def _scheme(method: Any) -> Integrator | Adaptive:
+    if isinstance(method, (Integrator, Adaptive)):
         return method
     if isinstance(method, str) and method in METHODS:
         # one instance per name: schemes hash by identity, and a new one would recompile
@@ -252,7 +253,7 @@ def simulate(
     t_final: float,
     dt: float,
     controller: Controller | Callable[[Array, Array, Array], Array] | None = None,
-    method: str | Integrator | Radau = "rk4",
+    method: str | Integrator | Adaptive = "rk4",
     loads: Any = None,
     control_period: float | None = None,
     progress: bool = False,
@@ -266,7 +267,8 @@ def simulate(
         q0, qd0: `(n_q,)` initial state (for a batch of initial states use `jax.vmap`).
         t_final: final time [s] (> 0); the number of steps is `ceil(t_final / dt)`, so the last
             time is `t_final` rounded up to a multiple of `dt`.
-        dt: step [s] (> 0); for `"radau"` the output grid (its own steps are adaptive).
+        dt: step [s] (> 0); for `"radau"` and `"bdf"` the output grid (their own steps are
+            adaptive).
         controller: the robot's inputs `u` `(n_u,)` (generalized forces for a robot without
             actuators, actuator inputs otherwise): a `softrigid._controller.Controller` (a
             pytree passed as a traced argument, so new gains do not recompile; called as
@@ -274,14 +276,16 @@ def simulate(
             shared with the acceleration solve), a jit-traceable callable `controller(t, q, qd)`
             (static), or `None` for no input.
         method: `"rk4"`, `"semi_implicit_euler"`, `"implicit_euler"`, `"generalized_alpha"`
-            (`rho_inf = 0.9`), `"radau"` (adaptive, eager only), or an instance of a scheme of
-            `softrigid._integrators` with options, e.g. `GeneralizedAlpha(rho_inf=1.0,
-            tol=1e-12, max_iter=10)`, `Radau(rtol=1e-10, atol=1e-12)`.
+            (`rho_inf = 0.9`), `"radau"`, `"bdf"` (adaptive, eager only), or an instance of a
+            scheme of `softrigid.integrators` with options, e.g. `GeneralizedAlpha(rho_inf=1.0,
+            tol=1e-12, max_iter=10)`, `Radau(rtol=1e-10, atol=1e-12)`,
+            `BDF(rtol=1e-6, atol=1e-8, jacobian="finite_differences")`.
         loads: constant external loads (`PointLoad`/`Wrench`).
         control_period: zero-order hold: sample `u` every `control_period` seconds (a multiple
             of `dt`) and hold it in between; `None` (default) evaluates `u` at every stage.
         progress: print the simulated time, the wall time and the real-time factor about ten
-            times during the run (the wall time excludes compilation).
+            times during the run (the wall time excludes compilation of the fixed-step
+            programs; the adaptive methods' first evaluations compile theirs).
         constraints: equality constraints (`softrigid.constraints`: `Holonomic`,
             `Nonholonomic`, `AccelerationForm`, or a sequence of them), imposed by the
             Udwadia–Kalaba equation; the explicit methods (`"rk4"`, `"semi_implicit_euler"`)
@@ -294,13 +298,13 @@ def simulate(
         a `Trajectory(t, q, qd, u)`. Rotation vectors of `Spherical` and `Free` joints are
         re-charted after each fixed step (`|φ| > π` → `φ (1 − 2π/|φ|)`, the same rotation), so
         `q` jumps there while the pose is continuous (the run is piecewise smooth in its
-        inputs: `jax.grad` is exact except where the step of a re-chart changes); `"radau"`
-        does not re-chart.
+        inputs: `jax.grad` is exact except where the step of a re-chart changes); `"radau"` and
+        `"bdf"` do not re-chart.
 
     Raises:
         ValueError: bad arguments, a run too long to record, a Newton iteration that did not
             converge or a non-finite state during the run (with its time).
-        TypeError: `"radau"` with traced inputs (inside `jit`, `vmap` or `grad`).
+        TypeError: `"radau"` or `"bdf"` with traced inputs (inside `jit`, `vmap` or `grad`).
     """
     robot = check_robot(robot)
     for name, value in (("q0", q0), ("qd0", qd0)):
@@ -329,7 +333,7 @@ def simulate(
         )
     loads = check_loads(robot, loads)
     constraints = check_constraints(constraints)
-    if constraints and (isinstance(scheme, Radau) or scheme.implicit):
+    if constraints and (isinstance(scheme, Adaptive) or scheme.implicit):
         raise ValueError(
             f"simulate: constraints are supported by the explicit methods 'rk4' and "
             f"'semi_implicit_euler', not by method {scheme.name!r}"
@@ -339,9 +343,9 @@ def simulate(
     eager = is_concrete(q0, qd0, robot, loads, policy, constraints)
     if constraints and eager:
         check_constraints_at("simulate", constraints, jnp.zeros((), q0.dtype), q0, qd0)
-    if isinstance(scheme, Radau):
+    if isinstance(scheme, Adaptive):
         return Trajectory(
-            *simulate_radau(
+            *simulate_adaptive(
                 robot,
                 q0,
                 qd0,
@@ -354,6 +358,7 @@ def simulate(
                 period,
                 eager,
                 solver,
+                bool(progress),
             )
         )
     # traced (inside the user's jit/vmap/grad): the run-time check inside the program reports a

@@ -5,7 +5,8 @@ Fixed step, inside `lax.scan` (jit, vmap and grad through them): `RK4`, `SemiImp
 Arnold–Brüls, second order, `rho_inf ∈ [0, 1]`; `rho_inf = 1` is the trapezoidal rule), the
 implicit ones by Newton with the exact iteration matrix from the derivatives of the residual
 `ν − A(q) u` (those of `inverse_dynamics_derivatives`, with the inputs' term).
-Adaptive: `Radau` (scipy's `solve_ivp` with the exact Jacobian; not jittable). A string works
+Adaptive, on the host (not jittable): `Radau` and `BDF` (scipy's, with the exact Jacobian or
+scipy's differences). A string works
 too: `method="generalized_alpha"`.
 
 `vector_field(robot, controller=None, loads=None)` is `f(t, (q, q̇)) = (q̇, q̈)`, for your own
@@ -14,6 +15,14 @@ solvers, e.g. diffrax: `diffrax.ODETerm(lambda t, y, args: f(t, y))`.
 
 from ._closed_loop import vector_field
 from ._integrators import RK4, GeneralizedAlpha, ImplicitEuler, SemiImplicitEuler
-from ._radau import Radau
+from ._radau import BDF, Radau
 
-__all__ = ["RK4", "GeneralizedAlpha", "ImplicitEuler", "Radau", "SemiImplicitEuler", "vector_field"]
+__all__ = [
+    "BDF",
+    "RK4",
+    "GeneralizedAlpha",
+    "ImplicitEuler",
+    "Radau",
+    "SemiImplicitEuler",
+    "vector_field",
+]

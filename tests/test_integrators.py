@@ -22,7 +22,7 @@ from softrigid._integrators import State
 from softrigid._module import module
 from softrigid._newton import IterationMatrix
 from softrigid._simulate import _rechart
-from softrigid.integrators import RK4, GeneralizedAlpha, ImplicitEuler, Radau, vector_field
+from softrigid.integrators import BDF, RK4, GeneralizedAlpha, ImplicitEuler, Radau, vector_field
 
 Q0 = jnp.array([1.0, 0.5])
 Z = jnp.zeros(2)
@@ -321,6 +321,29 @@ def test_radau_with_finite_difference_jacobian(double, monkeypatch):
     np.testing.assert_allclose(_state(exact, 3), ref, atol=1e-7)
     with pytest.raises(ValueError, match="jacobian must be 'exact' or 'finite_differences'"):
         Radau(jacobian="numerical")
+
+
+def test_bdf_exact_and_by_differences(double, capsys):
+    # scipy's BDF with the exact Jacobian and with its differences: both reach DOP853's
+    # solution at 1e-12 to their tolerance, the run reports progress, and it is host-only
+    ref = _reference(double, Q0, Z, 0.3)
+    for jacobian in ("exact", "finite_differences"):
+        traj = sr.simulate(
+            double, Q0, Z, 0.3, 0.1, method=BDF(rtol=1e-9, atol=1e-11, jacobian=jacobian)
+        )
+        np.testing.assert_allclose(_state(traj, 3), ref, atol=1e-6)
+        np.testing.assert_allclose(traj.q[0], Q0, rtol=0, atol=0)
+    by_name = sr.simulate(double, Q0, Z, 0.3, 0.1, method="bdf", progress=True)
+    np.testing.assert_allclose(_state(by_name, 3), ref, atol=1e-6)
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("simulate: t = ")]
+    assert 2 <= len(lines) <= 12 and lines[-1].startswith("simulate: t = 0.3 / 0.3 s")
+    assert "Jacobians" in lines[-1]
+    with pytest.raises(TypeError, match="'bdf' .* not jittable"):
+        jax.jit(lambda q: sr.simulate(double, q, Z, 0.2, 0.1, method="bdf").q)(Q0)
+    with pytest.raises(ValueError, match="control_period is not supported by method 'bdf'"):
+        sr.simulate(double, Q0, Z, 0.2, 0.1, method="bdf", control_period=0.1)
+    with pytest.raises(ValueError, match="BDF: jacobian must be"):
+        BDF(jacobian="broyden")
 
 
 def test_newton_options_are_checked():

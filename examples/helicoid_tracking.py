@@ -1,12 +1,13 @@
-"""Seed 003, Simulation 1 (its quasi-static reference): a trimmed-helicoid soft robot whose
-three tips are to follow circles.
+"""Seed 003, Simulation 1: a trimmed-helicoid soft robot whose three tips are to follow circles,
+by collocated partial feedback linearization (PFBL) on its nine tendons.
 
-Run:  python examples/helicoid_tracking.py [--out DIR] [--samples K] [--degree D]
+Run:  python examples/helicoid_tracking.py [--t-final 6] [--out DIR] [--samples K]
+          [--degree D] [--statics-from DIR/equilibria.npz]
 
-What this script does is the first half of the seed's Simulation 1: the robot, its tendon
-routing, the statics of the sampled task and the actuation reference `y_d(t)` that the seed's
-PFBL tracks. The closed loop itself (PFBL over 6 s) is not run here yet: on this robot Radau
-with finite-difference Jacobians covered 0.1 s in 118 s (README, "Seed 003, Simulation 1").
+The robot, its tendon routing, the statics of the sampled task, the actuation reference
+`y_d(t)`, and the seed's PFBL tracking it from the straight rest configuration, integrated by
+scipy's BDF (`integrators.BDF`, differenced Jacobian; progress printed). `--statics-from`
+reuses an earlier run's equilibria (the statics compile for about five minutes).
 
 The robot (the seed's Sec. 7.1 and Table 4): three helicoid segments in a chain on fixed joints,
 `kinematics.lvp.helicoid_segment(0.1)` (stretch, two bends with linear curvature, twist and two
@@ -48,20 +49,32 @@ the first one reached from the straight arm through `RAMP` intermediate targets)
 gives an equilibrium `q_eq`; its actuation coordinates `y = −l(q_eq)` (the tendons' negative
 lengths, so that `A = (∂y/∂q)ᵀ`) are interpolated by a periodic cubic spline `y_d(t)` (twice
 differentiable), the reference the seed's collocated PFBL (`control.CollocatedPFBL`, K_P =
-10 I₉ N, K_D = 1 I₉ N s) is to track from the straight rest configuration. Tensions may come
-out negative (a tendon cannot push): reported, not clipped.
+10 I₉ N, K_D = 1 I₉ N s) tracks from the straight rest configuration (`y_d(0)` is 4.6 cm of
+tendon away from it: the output error then rings down as `ë + ė + 10 e = 0` prescribes, a
+damping ratio of 0.16). Tensions may come out negative (a tendon cannot push): reported,
+not clipped.
+
+The closed loop is stiff (the blades' Kelvin–Voigt modes relax at up to 2e5 1/s), so it is
+integrated implicitly: BDF with error control at `rtol` 1e-4 (`METHOD`), whose Jacobian (by
+differences: about 50 evaluations of the closed loop) is evaluated again only when its
+Newton iteration fails. The output error is checked against the linear ODE's solution from
+the same `e(0)`, `ė(0)` (`linear_error`), which the PFBL makes exact.
 
 Writes to `--out` (default `out/helicoid_tracking`): `statics.png` (the tensions and
 `y_d(t)` over a period, and the equilibria at eight instants with the circles),
-`equilibria.pvd` (+ `equilibria/`: the deformed meshes of the samples for ParaView; a sample
-whose map folds a mesh vertex, `folded_vertices`, is left out and listed in the summary),
-`equilibria.npz` (`times`, `q`, `u`, `y`, `tip_error`, `solve_s`) and `summary.json`.
+`coordinates.png`, `outputs.png` and `snapshots.png` (the seed's Figs. 5–7: the 24
+coordinates; `y` with `y_d`, the output error with the PFBL's prediction, the tensions and
+the tips' distances to their targets; the arm at t = 0, 0.5, …, 5.5 s with the circles and
+the tip paths), `equilibria.pvd` and `tracking.pvd` (+ folders: the deformed meshes for
+ParaView; a configuration whose map folds a mesh vertex, `folded_vertices`, is left out and
+listed in the summary), `equilibria.npz`, `tracking.npz` and `summary.json`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -77,6 +90,7 @@ import softrigid as sr  # noqa: E402
 import softrigid.io  # noqa: E402
 from softrigid import control, joints, materials, quadrature  # noqa: E402
 from softrigid.actuators import Tendon  # noqa: E402
+from softrigid.integrators import BDF  # noqa: E402
 from softrigid.kinematics import lvp  # noqa: E402
 
 MESHES = Path(__file__).resolve().parents[1] / "meshes"
@@ -90,6 +104,12 @@ OMEGA = 2 * np.pi / 5  # rad/s: one period of the references is 5 s
 RADII, HEIGHTS = (0.02, 0.025, 0.03), (0.08, 0.15, 0.24)  # m: t_kd = (r cos ωt, r sin ωt, h)
 RAMP = 4  # stages of the homotopy from the straight arm to the first sample
 TOL = 1e-9  # inverse statics: the tips to 1e-9 m (1e-10 ended one sample at 2.6e-10 m)
+KP, KD = 10.0, 1.0  # the seed's PFBL gains on the tendon coordinates [N/m], [N s/m]
+T_FINAL = 6.0  # s (the seed's)
+DT = 0.01  # the closed loop's output grid [s] (the adaptive method's own steps are its own)
+FRAME_DT = 0.1  # the ParaView series' frame interval [s]
+SNAPSHOTS = 0.5 * np.arange(12)  # s: the seed's Fig. 7
+METHOD = BDF(rtol=1e-4, atol=1e-6, jacobian="finite_differences")
 
 
 def eyelets(theta: float) -> np.ndarray:
@@ -214,60 +234,125 @@ def folded_vertices(robot: sr.Robot, qs: np.ndarray) -> np.ndarray:
     return np.sum(~np.isfinite(np.asarray(mapped(segments))).all(axis=-1), axis=-1)
 
 
-def plot(robot: sr.Robot, eq: Equilibria, ref: control.Spline, out: Path) -> Path:
-    """The tensions and `y_d(t)` over a period, and the equilibria at eight instants."""
-    import matplotlib
+class Tracking(NamedTuple):
+    """The closed loop on the output grid `t` `(S,)`: states `q`, `qd` `(S, 24)`, tensions `u`
+    `(S, 9)`, outputs `y` and reference `y_d` `(S, 9)`, the output error the PFBL predicts
+    (`ë + K_D ė + K_P e = 0` from the same `e(0)`, `ė(0)`) `e_linear` `(S, 9)`, the tips
+    `(S, 9)` and their targets `(S, 9)`, and the wall times of the first call (a one-step run:
+    tracing and compiling the callbacks) and of the run."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    u: np.ndarray
+    y: np.ndarray
+    y_d: np.ndarray
+    e_linear: np.ndarray
+    tips: np.ndarray
+    targets: np.ndarray
+    first_call_s: float
+    run_s: float
 
-    from softrigid.plotting import backbones
 
+def linear_error(t: np.ndarray, e0: np.ndarray, ed0: np.ndarray) -> np.ndarray:
+    """`e(t)` `(S, m)` of `ë + K_D ė + K_P e = 0` (underdamped for the seed's gains:
+    `σ = K_D / 2`, `ω = √(K_P − σ²)`): `e = e^{−σt} (e0 cos ωt + (ė0 + σ e0) / ω sin ωt)`."""
+    sigma = KD / 2
+    omega = np.sqrt(KP - sigma**2)
+    t = np.asarray(t)[:, None]
+    return np.exp(-sigma * t) * (
+        e0 * np.cos(omega * t) + (ed0 + sigma * e0) / omega * np.sin(omega * t)
+    )
+
+
+@jax.jit
+def _along(robot: sr.Robot, q: jax.Array, qd: jax.Array) -> tuple[jax.Array, ...]:
+    """`y`, `ẏ = Aᵀ q̇` and the tips along a trajectory `(S, ·)` (one compiled program)."""
+
+    def one(x: jax.Array, v: jax.Array) -> tuple[jax.Array, ...]:
+        y, yd = jax.jvp(lambda z: control.actuation_coordinates(robot, z), (x,), (v,))
+        return y, yd, tips(robot, x)
+
+    return jax.vmap(one)(q, qd)
+
+
+def track(robot: sr.Robot, eq: Equilibria, t_final: float, dt: float = DT) -> Tracking:
+    """The seed's collocated PFBL (K_P = 10 I₉ N, K_D = 1 I₉ N s, on `y = −l(q)`) tracking
+    `y_d(t)` from the straight rest configuration over `[0, t_final]`, integrated by `METHOD`
+    (progress printed) and sampled every `dt`."""
+    ref = reference(eq, t_final)
+    law = control.CollocatedPFBL(robot, KP, KD, ref)
+    rest = jnp.zeros(robot.n_q)
+    tic = time.perf_counter()
+    sr.simulate(robot, rest, rest, dt, dt, controller=law, method=METHOD)
+    first_call_s = time.perf_counter() - tic
+    tic = time.perf_counter()
+    traj = sr.simulate(robot, rest, rest, t_final, dt, controller=law, method=METHOD, progress=True)
+    run_s = time.perf_counter() - tic
+    y, yd, tip = _along(robot, traj.q, traj.qd)
+    r, rd, _ = jax.jit(jax.vmap(ref))(traj.t)
+    t = np.asarray(traj.t)
+    e0, ed0 = np.asarray(r[0] - y[0]), np.asarray(rd[0] - yd[0])
+    return Tracking(
+        t,
+        np.asarray(traj.q),
+        np.asarray(traj.qd),
+        np.asarray(traj.u),
+        np.asarray(y),
+        np.asarray(r),
+        linear_error(t, e0, ed0),
+        np.asarray(tip),
+        tip_targets(t),
+        first_call_s,
+        run_s,
+    )
+
+
+def task_errors(run: Tracking) -> dict[str, Any]:
+    """The closed loop's numbers: how exactly the output error obeys the PFBL's linear ODE,
+    how it decays, how far the tips are from their moving targets (overall and over the last
+    period, where the transient has decayed most), and the tensions' range."""
+    e = run.y_d - run.y
+    tip = np.linalg.norm((run.tips - run.targets).reshape(len(run.t), 3, 3), axis=2)
     period = 2 * np.pi / OMEGA
-    fine = np.linspace(0.0, period, 201)
-    y_d = np.stack([np.asarray(ref(s)[0]) for s in fine])
-    fig = plt.figure(figsize=(13, 8))
-    ax = fig.add_subplot(3, 4, (1, 2))
-    for i in range(9):
-        ax.plot(eq.times, eq.u[:, i], "o-", ms=2, lw=1, label=f"u{i + 1}")
-    ax.axhline(0.0, color="grey", lw=0.5)
-    ax.set(title="equilibrium tensions [N]", xlabel="t [s]")
-    ax.legend(fontsize="xx-small", ncol=3)
-    ax = fig.add_subplot(3, 4, (3, 4))
-    for i in range(9):
-        line = ax.plot(fine, 1e3 * (y_d[:, i] - y_d[0, i]), lw=1)[0]
-        ax.plot(eq.times, 1e3 * (eq.y[:, i] - y_d[0, i]), "o", ms=2, c=line.get_color())
-    ax.set(title="y_d(t) − y_d(0) [mm] (spline through the samples)", xlabel="t [s]")
-    circle = tip_targets(np.linspace(0.0, period, 73)).reshape(-1, 3, 3)
-    for n, k in enumerate(np.linspace(0, len(eq.times), 9, endpoint=False).astype(int)[:8]):
-        ax = fig.add_subplot(3, 4, 5 + n, projection="3d")
-        # drawn with z up: the arm hangs from the base (base z along gravity)
-        for line in backbones(robot, jnp.asarray(eq.q[k])):
-            x = np.asarray(line)
-            ax.plot(x[:, 0], x[:, 1], -x[:, 2], color="tab:blue", lw=3)
-        target = tip_targets(eq.times[k]).reshape(3, 3)
-        ax.scatter(target[:, 0], target[:, 1], -target[:, 2], c="k", s=6)
-        for j in range(3):
-            ax.plot(circle[:, j, 0], circle[:, j, 1], -circle[:, j, 2], "k--", lw=0.6)
-        ax.set(title=f"t = {eq.times[k]:.2f} s", xlim=(-0.04, 0.04), ylim=(-0.04, 0.04))
-        ax.set_zlim(-0.32, 0.0)
-        ax.tick_params(labelsize=5)
-    fig.tight_layout()
-    path = out / "statics.png"
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    late = run.t >= run.t[-1] - min(period, run.t[-1] / 2)
+    return {
+        "output_error_initial_m": float(np.abs(e[0]).max()),
+        "output_error_final_m": float(np.abs(e[-1]).max()),
+        "output_error_vs_linear_ode_max_m": float(np.abs(e - run.e_linear).max()),
+        "tip_error_max_mm": (1e3 * tip.max(axis=0)).tolist(),
+        "tip_error_late_max_mm": (1e3 * tip[late].max(axis=0)).tolist(),
+        "tip_error_late_mean_mm": (1e3 * tip[late].mean(axis=0)).tolist(),
+        "tensions_min_max_N": [float(run.u.min()), float(run.u.max())],
+        "negative_tensions_min_N": {
+            f"u{i + 1}": float(run.u[:, i].min())
+            for i in range(run.u.shape[1])
+            if run.u[:, i].min() < 0
+        },
+    }
+
+
+def write_frames(robot: sr.Robot, path: Path, t: np.ndarray, q: np.ndarray) -> dict[str, int]:
+    """The ParaView series of the configurations whose mesh maps entirely (`folded_vertices`);
+    returns the left-out times with their counts of folded vertices."""
+    folded = folded_vertices(robot, q).sum(axis=1)
+    softrigid.io.write_trajectory(path, robot, t[folded == 0], q[folded == 0])
+    return {f"{s:g}": int(n) for s, n in zip(t, folded) if n}
 
 
 def run(
     out: Path | str = Path("out/helicoid_tracking"),
     samples: int = 20,
     degree: int = DEGREE,
+    t_final: float = T_FINAL,
     figures: bool = True,
+    statics_from: Path | str | None = None,
 ) -> dict[str, Any]:
-    """Build, solve the sampled statics, fit `y_d(t)`, write the figure, the ParaView series of
-    the equilibria and `summary.json` to `out`; print and return the summary (`statics_s`: the
-    inverse statics, compilation included)."""
+    """Build, solve the sampled statics (or load them, `statics_from`: an `equilibria.npz` of
+    an earlier run), fit `y_d(t)`, run the closed loop over `t_final` (none for 0), write the
+    figures, the ParaView series and `summary.json` to `out`; print and return the summary
+    (`statics_s`: the inverse statics, compilation included; `first_call_s`: the closed loop's
+    compilation; `closed_loop_s`: its run; `wall_s`: everything)."""
     start = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -275,42 +360,71 @@ def run(
     build_s = time.perf_counter() - start
     print(f"helicoid robot: n_q = {robot.n_q}, n_u = {robot.n_u}, built in {build_s:.1f} s")
     tic = time.perf_counter()
-    eq = equilibria(robot, samples)
+    eq = Equilibria(**np.load(statics_from)) if statics_from else equilibria(robot, samples)
     statics_s = time.perf_counter() - tic
-    ref = reference(eq, 2 * np.pi / OMEGA)
-    names = [plot(robot, eq, ref, out).name] if figures else []
-    folded = folded_vertices(robot, eq.q)
-    whole = folded.sum(axis=1) == 0
-    softrigid.io.write_trajectory(out / "equilibria.pvd", robot, eq.times[whole], eq.q[whole])
+    period = 2 * np.pi / OMEGA
+    ref = reference(eq, period)
+    names = []
+    if figures:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))  # its figures, beside it
+        import helicoid_figures as figs
+
+        y_d = lambda s: np.asarray(ref(s)[0])  # noqa: E731
+        names.append(figs.statics(robot, eq, y_d, tip_targets, period, out).name)
+    folded_eq = write_frames(robot, out / "equilibria.pvd", eq.times, eq.q)
     np.savez(out / "equilibria.npz", **eq._asdict())
-    negative = eq.u < 0
-    summary = {
-        "samples": samples,
+    summary: dict[str, Any] = {
+        "samples": len(eq.times),
         "nodes_per_body": int(robot.links[0].body.volume.n_points),
         "build_s": build_s,
         "statics_s": statics_s,
-        "later_solve_s_median": float(np.median(eq.solve_s[1:])) if samples > 1 else None,
-        "wall_s": time.perf_counter() - start,
-        "tip_error_max_m": float(eq.tip_error.max()),
-        "tensions_min_max_N": [float(eq.u.min()), float(eq.u.max())],
-        "negative_tensions": {
-            f"u{i + 1}": float(eq.u[:, i].min()) for i in range(9) if negative[:, i].any()
+        "statics_loaded_from": str(statics_from) if statics_from else None,
+        "statics_tip_error_max_m": float(eq.tip_error.max()),
+        "statics_tensions_min_max_N": [float(eq.u.min()), float(eq.u.max())],
+        "statics_negative_tensions": {
+            f"u{i + 1}": float(eq.u[:, i].min()) for i in range(9) if (eq.u[:, i] < 0).any()
         },
-        "samples_with_folded_mesh_vertices": {
-            f"{t:g}": int(n) for t, n in zip(eq.times, folded.sum(axis=1)) if n
-        },
-        "figures": names,
+        "statics_samples_with_folded_mesh_vertices": folded_eq,
     }
+    print(
+        f"statics of {len(eq.times)} samples in {statics_s:.1f} s; tips on the targets to "
+        f"{summary['statics_tip_error_max_m']:.1e} m; tensions {eq.u.min():.3g} … "
+        f"{eq.u.max():.3g} N, negative (a push): {summary['statics_negative_tensions'] or 'none'}"
+    )
+    if t_final > 0:
+        run = track(robot, eq, t_final)
+        frames = np.arange(0, len(run.t), max(1, round(FRAME_DT / DT)))
+        folded = write_frames(robot, out / "tracking.pvd", run.t[frames], run.q[frames])
+        np.savez(out / "tracking.npz", **run._asdict())
+        errors = task_errors(run)
+        summary.update(
+            sim_s=float(run.t[-1]),
+            first_call_s=run.first_call_s,
+            closed_loop_s=run.run_s,
+            real_time_factor=float(run.t[-1]) / run.run_s,
+            method=repr(METHOD),
+            frames_with_folded_mesh_vertices=folded,
+            **errors,
+        )
+        if figures:
+            names.append(figs.coordinates(run.t, run.q, out).name)
+            tip = np.linalg.norm((run.tips - run.targets).reshape(len(run.t), 3, 3), axis=2)
+            names.append(figs.outputs(run.t, run.y, run.y_d, run.e_linear, run.u, tip, out).name)
+            shots = SNAPSHOTS[SNAPSHOTS <= run.t[-1]]
+            names.append(
+                figs.snapshots(robot, run.t, run.q, run.tips, tip_targets, period, shots, out).name
+            )
+        print(
+            f"closed loop: {run.t[-1]:.3g} s simulated in {run.run_s:.1f} s (first call "
+            f"{run.first_call_s:.1f} s); output error {errors['output_error_initial_m']:.2e} → "
+            f"{errors['output_error_final_m']:.2e} m, from the PFBL's linear ODE by "
+            f"{errors['output_error_vs_linear_ode_max_m']:.1e} m; tips from their targets "
+            f"(last period) {np.round(errors['tip_error_late_max_mm'], 1).tolist()} mm; "
+            f"negative tensions: {errors['negative_tensions_min_N'] or 'none'}"
+        )
+    summary.update(wall_s=time.perf_counter() - start, figures=names)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    print(
-        f"statics of {samples} samples in {statics_s:.1f} s (compilation included; "
-        f"{summary['later_solve_s_median']} s per later sample); tips on the targets to "
-        f"{summary['tip_error_max_m']:.1e} m; tensions {eq.u.min():.3g} … {eq.u.max():.3g} N, "
-        f"negative (a push): {summary['negative_tensions'] or 'none'}"
-    )
-    print(
-        f"wall {summary['wall_s']:.1f} s; wrote {names}, equilibria.pvd/.npz, summary.json to {out}"
-    )
+    print(f"wall {summary['wall_s']:.1f} s; wrote {names}, .pvd/.npz, summary.json to {out}")
     return summary
 
 
@@ -319,8 +433,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("out/helicoid_tracking"))
     parser.add_argument("--samples", type=int, default=20, help="statics samples per period")
     parser.add_argument("--degree", type=int, default=DEGREE, help="compressed rule's degree")
+    parser.add_argument("--t-final", type=float, default=T_FINAL, help="closed loop [s]; 0: none")
+    parser.add_argument(
+        "--statics-from", type=Path, default=None, help="an earlier run's equilibria.npz"
+    )
     args = parser.parse_args()
-    run(args.out, args.samples, args.degree)
+    run(args.out, args.samples, args.degree, args.t_final, statics_from=args.statics_from)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 Fast: the tendon routing against its closed form on the straight arm (eyelets where the
 blade's long axis points along the tendon, straight spans in between), the segments each
-triplet acts on, the task's circles and the periodic reference spline. Slow (`pytest -m
+triplet acts on, the task's circles and the periodic reference spline, and the whole example
+on a short horizon with a synthetic reference (the PFBL's output error against its linear
+ODE; about two minutes, mostly compiling the closed loop). Slow (`pytest -m
 slow`: the inverse statics of this robot compile for about five minutes on the project's
 2-core machine): the sampled equilibria balance the recursion's inverse dynamics,
 `ID(q, 0, 0) = A(q) u`, with the tips on the targets."""
@@ -81,14 +83,56 @@ def test_task_and_reference(example):
         np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+def test_closed_loop_obeys_the_pfbl_error_ode(example, tmp_path):
+    # the whole example on a short horizon, its statics replaced by a synthetic reference
+    # (the rest outputs plus periodic millimetre offsets, y_d(0) 2 mm from rest): the PFBL
+    # makes the output error obey ë + K_D ė + K_P e = 0, whatever the zero dynamics do
+    import jax.numpy as jnp
+
+    from softrigid import control
+
+    robot = example.build(degree=2)
+    times = np.arange(8) * 5.0 / 8
+    phase = 2 * np.pi * times / 5.0
+    offsets = 1e-3 * (1.0 + np.cos(phase[:, None] + np.arange(9)[None, :]))
+    y = np.asarray(control.actuation_coordinates(robot, jnp.zeros(24))) + offsets
+    zeros = np.zeros(len(times))
+    np.savez(
+        tmp_path / "synthetic.npz",
+        times=times,
+        q=np.zeros((len(times), 24)),
+        u=np.zeros((len(times), 9)),
+        y=y,
+        tip_error=zeros,
+        solve_s=zeros,
+    )
+    out = tmp_path / "run"
+    summary = example.run(out, degree=2, t_final=0.04, statics_from=tmp_path / "synthetic.npz")
+    run = np.load(out / "tracking.npz")
+    np.testing.assert_allclose(run["t"], 0.01 * np.arange(5), atol=1e-15)
+    e = run["y_d"] - run["y"]
+    np.testing.assert_allclose(np.abs(e[0]).max(), 2e-3, rtol=1e-12)
+    # the linear ODE's solution, to the integrator's tolerance (e moves by ~1e-5 m here)
+    assert summary["output_error_vs_linear_ode_max_m"] < 2e-8
+    np.testing.assert_allclose(e, run["e_linear"], atol=2e-8)
+    assert np.abs(e[-1]).max() < np.abs(e[0]).max()
+    # the recorded tensions are the law's at the recorded states, tips and targets as defined
+    assert np.all(np.isfinite(run["u"])) and np.abs(run["u"]).max() > 0.0
+    np.testing.assert_allclose(run["targets"], example.tip_targets(run["t"]), atol=1e-15)
+    assert summary["sim_s"] == pytest.approx(0.04) and summary["first_call_s"] > 0
+    for name in ("statics.png", "coordinates.png", "outputs.png", "snapshots.png"):
+        assert (out / name).stat().st_size > 10_000
+    assert (out / "tracking.pvd").exists() and (out / "equilibria.pvd").exists()
+
+
 @pytest.mark.slow
 def test_sampled_statics_are_equilibria_on_the_targets(example, tmp_path):
     import jax.numpy as jnp
 
     import softrigid as sr
 
-    summary = example.run(out=tmp_path, samples=4, figures=False)
-    assert summary["tip_error_max_m"] < 1e-9
+    summary = example.run(out=tmp_path, samples=4, t_final=0.0, figures=False)
+    assert summary["statics_tip_error_max_m"] < 1e-9
     assert (tmp_path / "equilibria.pvd").exists()
     eq = np.load(tmp_path / "equilibria.npz")
     robot = example.build()

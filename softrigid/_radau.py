@@ -30,6 +30,7 @@ from ._module import module, static
 __all__ = ["BDF", "Adaptive", "Radau", "simulate_adaptive"]
 
 _REPORTS = 10  # progress lines per run
+_QUIET = 60.0  # s of wall time without a progress line, at most
 
 
 @module
@@ -81,8 +82,9 @@ class Adaptive:
     ) -> tuple[np.ndarray, np.ndarray]:
         """`(q, q̇)` at `times` `(S + 1, n_q)` each, from `(q0, q̇0)` at `times[0]`, under the
         controller split as `closed_loop`'s (the callbacks compile once per robot structure,
-        controller and solver, not once per call). With `progress`, about ten lines report
-        the simulated time, the wall time, the steps and the Jacobians."""
+        controller and solver, not once per call). With `progress`, a line reports the
+        simulated time, the wall time, the steps and the Jacobians every tenth of the run's
+        time span, and at least once a minute."""
         n = robot.n_q
         args = (robot, loads, policy, law, solver)
         y0 = np.concatenate([np.asarray(q0), np.asarray(qd0)])
@@ -105,7 +107,7 @@ class Adaptive:
             atol=self.atol,
         )
         ts, pieces = [t0], []
-        start, mark = time.perf_counter(), t0
+        start, mark, last = time.perf_counter(), t0, time.perf_counter()
         while stepper.status == "running":
             stepper.step()
             if stepper.status == "failed" or not np.isfinite(stepper.y).all():
@@ -115,9 +117,14 @@ class Adaptive:
                 )
             ts.append(stepper.t)
             pieces.append(stepper.dense_output())
-            if progress and (stepper.t >= mark or stepper.status == "finished"):
-                mark = stepper.t + (t1 - t0) / _REPORTS
-                wall = max(time.perf_counter() - start, 1e-12)
+            now = time.perf_counter()
+            if progress and (
+                stepper.t >= mark or now - last > _QUIET or stepper.status != "running"
+            ):
+                if stepper.t >= mark:
+                    mark = stepper.t + (t1 - t0) / _REPORTS
+                last = now
+                wall = max(now - start, 1e-12)
                 print(
                     f"simulate: t = {stepper.t:.4g} / {t1:.4g} s, wall {wall:.3g} s, real-time "
                     f"factor {(stepper.t - t0) / wall:.3g}, {len(ts) - 1} steps, "

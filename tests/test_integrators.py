@@ -375,7 +375,7 @@ def test_a_chart_change_drops_the_kept_matrix():
 
 def test_integrator_errors(double):
     with pytest.raises(ValueError, match="method must be one of"):
-        sr.simulate(double, Q0, Z, 0.02, 0.01, method="bdf")
+        sr.simulate(double, Q0, Z, 0.02, 0.01, method="lsoda")
     with pytest.raises(ValueError, match="rho_inf must be in"):
         GeneralizedAlpha(rho_inf=1.5)
     with pytest.raises(ValueError, match=r"must return the robot's inputs, shape \(2,\)"):

@@ -41,18 +41,22 @@ class Adaptive:
         ∂q̈/∂q = −M⁻¹ ∂r/∂q,   ∂q̈/∂q̇ = −M⁻¹ ∂r/∂q̇,   r = ν − A u(t, q, q̇)
         (the controller's feedback with the dynamics terms held at their value),
 
-    from jitted callbacks, or scipy's forward differences of the jitted `ẏ`
-    (`jacobian="finite_differences"`, `2 n_q` evaluations per Jacobian). The Jacobian only
-    drives the Newton iteration of the steps (scipy keeps it over many steps), not the
-    accuracy, so differences serve where the exact Jacobian's program is slow to compile (the
-    seed's helicoid robot: about 6 minutes against 1.5 for `ẏ`'s), and where a law cancels
-    the model's own dynamics (a PFBL: the held-terms Jacobian misses that cancellation).
+    from jitted callbacks (`jacobian="exact"`); or the forward-mode derivative of the whole
+    closed loop, the law's dependence on `M`, the bias and `A` included
+    (`jacobian="autodiff"`: what a law that cancels the model's dynamics, a PFBL, needs); or
+    scipy's forward differences of the jitted `ẏ` (`jacobian="finite_differences"`, `2 n_q`
+    evaluations per Jacobian). The Jacobian only drives the Newton iteration of the steps, not
+    the accuracy. Differences need no second program (on the seed's helicoid robot the
+    others compile for about 6 minutes against 1.5 for `ẏ`'s), but on a stiff, badly scaled
+    closed loop they can be wrong enough to stall the steps: on that robot under PFBL, columns
+    off by up to 37 % gave the differenced Jacobian eigenvalues of +120 1/s where the
+    closed loop's own are all stable, and the steps fell to 1e-5 s.
     Runs eagerly on the host: not jittable, not differentiable, not `vmap`-able (a
     `TypeError` with traced inputs); the output is the dense output sampled on the fixed grid.
 
     Args:
         rtol, atol: scipy's error tolerances.
-        jacobian: `"exact"` (default) or `"finite_differences"`.
+        jacobian: `"exact"` (default), `"autodiff"` or `"finite_differences"`.
     """
 
     rtol: float = static(default=1e-8)
@@ -62,10 +66,10 @@ class Adaptive:
     scipy_method: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
-        if self.jacobian not in ("exact", "finite_differences"):
+        if self.jacobian not in ("exact", "autodiff", "finite_differences"):
             raise ValueError(
-                f"{type(self).__name__}: jacobian must be 'exact' or 'finite_differences', "
-                f"got {self.jacobian!r}"
+                f"{type(self).__name__}: jacobian must be 'exact', 'autodiff' or "
+                f"'finite_differences', got {self.jacobian!r}"
             )
 
     def integrate(
@@ -94,7 +98,8 @@ class Adaptive:
             return np.asarray(t, y0.dtype), np.asarray(y, y0.dtype)
 
         def jac(t: Any, y: Any) -> np.ndarray:
-            return np.asarray(_radau_jacobian(*args, *typed(t, y)))
+            fn = _radau_jacobian if self.jacobian == "exact" else _closed_loop_jacobian
+            return np.asarray(fn(*args, *typed(t, y)))
 
         t0, t1 = float(times[0]), float(times[-1])
         stepper = getattr(scipy.integrate, self.scipy_method)(
@@ -102,7 +107,7 @@ class Adaptive:
             t0,
             y0,
             t1,
-            jac=jac if self.jacobian == "exact" else None,
+            jac=None if self.jacobian == "finite_differences" else jac,
             rtol=self.rtol,
             atol=self.atol,
         )
@@ -179,6 +184,21 @@ def _radau_rhs(
     with trial_evaluations():  # scipy's stages: a non-finite one shortens the step
         qdd, u = dyn.evaluate(t, q, qd)
     return jnp.concatenate([qd, qdd]), u
+
+
+@functools.partial(jax.jit, static_argnames=("law", "solver"))
+def _closed_loop_jacobian(
+    robot: Robot,
+    loads: tuple,
+    policy: Controller | None,
+    law: Callable | None,
+    solver: str,
+    t: Array,
+    y: Array,
+) -> Array:
+    """`∂ẏ/∂y` of `_radau_rhs` by forward mode through the whole closed loop (the law's
+    dependence on the dynamics terms included)."""
+    return jax.jacfwd(lambda x: _radau_rhs(robot, loads, policy, law, solver, t, x)[0])(y)
 
 
 @functools.partial(jax.jit, static_argnames=("law", "solver"))

@@ -319,15 +319,18 @@ def test_radau_with_finite_difference_jacobian(double, monkeypatch):
     ref = _reference(double, Q0, Z, 0.3)
     np.testing.assert_allclose(_state(fd, 3), ref, atol=1e-7)
     np.testing.assert_allclose(_state(exact, 3), ref, atol=1e-7)
-    with pytest.raises(ValueError, match="jacobian must be 'exact' or 'finite_differences'"):
+    with pytest.raises(
+        ValueError, match="jacobian must be 'exact', 'autodiff' or 'finite_differences'"
+    ):
         Radau(jacobian="numerical")
 
 
-def test_bdf_exact_and_by_differences(double, capsys):
-    # scipy's BDF with the exact Jacobian and with its differences: both reach DOP853's
-    # solution at 1e-12 to their tolerance, the run reports progress, and it is host-only
+def test_bdf_jacobians(double, capsys):
+    # scipy's BDF with the held-terms Jacobian, the closed loop's forward-mode one and
+    # differences: each reaches DOP853's solution at 1e-12 to its tolerance, the run reports
+    # progress, and it is host-only
     ref = _reference(double, Q0, Z, 0.3)
-    for jacobian in ("exact", "finite_differences"):
+    for jacobian in ("exact", "autodiff", "finite_differences"):
         traj = sr.simulate(
             double, Q0, Z, 0.3, 0.1, method=BDF(rtol=1e-9, atol=1e-11, jacobian=jacobian)
         )

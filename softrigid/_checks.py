@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ._module import is_concrete
+from ._module import is_concrete, rounding_tolerance
 
 __all__ = [
     "as_count",
@@ -119,7 +119,8 @@ def as_vector(name: str, value: Any, size: int) -> Array:
 def as_placement(name: str, value: Any) -> tuple[Array, Array]:
     """A rigid placement from `None` (identity), a 4×4 homogeneous matrix or a `(R, t)` pair.
 
-    The rotation is checked orthonormal with determinant +1 (to 1e-8) when concrete.
+    The rotation is checked orthonormal with determinant +1 when concrete, to 1e-8 or to 100
+    units of rounding of its dtype where that is coarser (a float32 rotation is good to ~1e-7).
     """
     if value is None:
         return as_float(np.eye(3)), as_float(np.zeros(3))
@@ -150,7 +151,10 @@ def as_placement(name: str, value: Any) -> tuple[Array, Array]:
         r = np.asarray(rot)
         if not (np.all(np.isfinite(r)) and np.all(np.isfinite(np.asarray(trans)))):
             raise ValueError(f"{name} must be finite")
-        if not np.allclose(r.T @ r, np.eye(3), atol=1e-8) or np.linalg.det(r) < 0:
+        if (
+            not np.allclose(r.T @ r, np.eye(3), atol=rounding_tolerance(r, 1e-8))
+            or np.linalg.det(r) < 0
+        ):
             raise ValueError(f"{name}: the rotation must be orthonormal with determinant +1")
     return rot, trans
 

@@ -15,8 +15,9 @@ import dataclasses
 from typing import Any, TypeVar
 
 import jax
+import numpy as np
 
-__all__ = ["is_concrete", "module", "static"]
+__all__ = ["is_concrete", "module", "rounding_tolerance", "static"]
 
 T = TypeVar("T")
 
@@ -71,3 +72,12 @@ def is_concrete(*values: Any) -> bool:
     """True when none of `values` is a JAX tracer (so Python-level checks can read them)."""
     leaves = jax.tree_util.tree_leaves(values)
     return not any(isinstance(v, jax.core.Tracer) for v in leaves)
+
+
+def rounding_tolerance(value: Any, floor: float) -> float:
+    """A relative tolerance for a geometric check of `value`: `floor`, or 100 units of
+    rounding of its floating dtype where that is coarser (float32 data is good to ~1e-7, so a
+    point on a boundary given in float64 may lie 1e-8 outside once rounded)."""
+    dtype = np.dtype(getattr(value, "dtype", None) or np.result_type(value))
+    eps = float(np.finfo(dtype).eps) if np.issubdtype(dtype, np.floating) else 0.0
+    return max(floor, 100.0 * eps)

@@ -18,7 +18,7 @@ from ._ad import second_directional, value_and_jacfwd
 from ._body import Body, MassMoments, VelocityMoments
 from ._checks import check_density, check_material_point
 from ._math import normalize, rmatvec, vee
-from ._module import is_concrete, module, static
+from ._module import is_concrete, module, rounding_tolerance, static
 from .kinematics._base import Kinematics, as_kinematics, check_map
 from .materials._base import Material
 from .quadrature._geometry import has_geometry, within_envelope
@@ -153,7 +153,7 @@ class SoftBody(Body):
             ]
         )
         if is_concrete(pts) and has_geometry(volume):
-            outside = ~within_envelope(volume, np.asarray(pts), tol=1e-9)
+            outside = ~within_envelope(volume, np.asarray(pts), tol=rounding_tolerance(pts, 1e-9))
             if outside.any():
                 which = ("pivot", "contact_points[0]", "contact_points[1]")[int(np.argmax(outside))]
                 raise ValueError(

@@ -16,7 +16,7 @@ import numpy as np
 from jax import Array
 
 from .._checks import as_scalar, copy_params
-from .._module import is_concrete, module, static
+from .._module import is_concrete, module, rounding_tolerance, static
 from ..kinematics._base import trace_user
 from ._base import Material, check_eta
 
@@ -159,7 +159,8 @@ def _jacobian_determinants(body: SoftBody, qs: Array) -> Array:
 
 
 def check_volume_preserving(body: SoftBody, where: str) -> None:
-    """Raise `ValueError` unless `det F = 1` (to 1e-8) at every quadrature node of `body` at
+    """Raise `ValueError` unless `det F = 1` (to 1e-8, or to 100 units of float32 rounding in
+    float32) at every quadrature node of `body` at
     `q = 0` and at three seeded random configurations `q ~ 0.05 N(0, I)` (halved into the map's
     valid range when it has one, `_sample_configurations`).
 
@@ -177,7 +178,7 @@ def check_volume_preserving(body: SoftBody, where: str) -> None:
                 f"{where}: the deformation gradient of {name!r} is not finite at q = {q.tolist()}"
             )
         err = float(np.max(np.abs(det - 1.0)))
-        if err > _VP_TOL:
+        if err > rounding_tolerance(det, _VP_TOL):
             raise ValueError(
                 f"{where} needs a volume-preserving body map, but {name!r} has "
                 f"max |det F − 1| = {err:.3g} at q = {np.round(q, 4).tolist()}. An incompressible "

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ..._module import is_concrete, module, static
+from ..._module import is_concrete, module, rounding_tolerance, static
 from .._rod import check_length
 from ._primitives import Primitive, Shear, Source, Stretch, Twist
 
@@ -70,7 +70,8 @@ class Composite(Primitive):
         x = jnp.asarray(points)
         if self.length is not None and is_concrete(self.length):
             ell, z = float(self.length), np.asarray(x)[:, 2]
-            outside = (z < -1e-9 * ell) | (z > ell * (1 + 1e-9))
+            tol = rounding_tolerance(x, 1e-9)
+            outside = (z < -tol * ell) | (z > ell * (1 + tol))
             if outside.any():
                 raise ValueError(
                     f"the composition spans x3 ∈ [0, {ell:.6g}]; material point "

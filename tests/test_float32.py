@@ -1,0 +1,76 @@
+"""Single precision: models build and evaluate with x64 off (`jax.enable_x64(False)`), their
+geometric checks tolerant to float32 rounding, their values float32's rounding of float64's.
+
+`benchmarks/gpu.py` measures float32's error on every benchmark robot; here one rigid chain and
+the seed's helicoid body, which float32 rounding pushes across a check's float64 tolerance
+(its distal pivot on the mesh boundary, its map's `det F = 1`, a joint origin's rotation).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+import softrigid as sr
+from softrigid import joints, materials, quadrature
+from softrigid._module import rounding_tolerance
+from softrigid.kinematics import lvp
+
+MESH = Path(__file__).resolve().parents[1] / "meshes" / "helicoid.vtu"
+
+
+def _chain(seed: int) -> sr.Robot:
+    rng = np.random.default_rng(seed)
+    links = []
+    for _ in range(4):
+        rot = Rotation.random(random_state=rng).as_matrix()
+        links.append(
+            sr.Link(
+                joints.Revolute((0.0, 0.0, 1.0), origin=(rot, rng.uniform(-0.2, 0.2, 3))),
+                sr.RigidBody(1.0 + rng.uniform(), rng.uniform(-0.1, 0.1, 3), 0.01 * np.eye(3)),
+            )
+        )
+    return sr.Robot(links, gravity=(0.0, 0.0, -9.81))
+
+
+def test_rounding_tolerance_follows_the_dtype() -> None:
+    assert rounding_tolerance(np.zeros(3), 1e-9) == 1e-9
+    assert rounding_tolerance(np.zeros(3, np.float32), 1e-9) == pytest.approx(
+        100 * np.finfo(np.float32).eps
+    )
+    assert rounding_tolerance(np.zeros(3, np.int64), 1e-8) == 1e-8
+
+
+def test_a_rigid_chain_in_float32_is_float64_rounded() -> None:
+    """Joint origins whose rotations float32 rounds to orthonormal within ~1e-7 are accepted;
+    the inverse dynamics agrees with float64's to float32 accuracy."""
+    rng = np.random.default_rng(3)
+    q, qd, qdd = (rng.uniform(-1.0, 1.0, 4) for _ in range(3))
+    reference = np.asarray(sr.inverse_dynamics(_chain(0), q, qd, qdd))
+    with jax.enable_x64(False):
+        robot = _chain(0)
+        nu = np.asarray(jax.jit(sr.inverse_dynamics)(robot, q, qd, qdd))
+    assert nu.dtype == np.float32
+    assert np.linalg.norm(nu - reference) < 1e-5 * np.linalg.norm(reference)
+
+
+def test_the_helicoid_body_builds_in_float32() -> None:
+    """The pivot (0, 0, L) on the mesh's top face and `det F = 1` (float32's is good to
+    ~1e-6) pass their checks; a pivot clearly outside still fails."""
+    with jax.enable_x64(False):
+        rule = quadrature.from_mesh(MESH, degree=1)
+        law = materials.IncompressibleNeoHookean(C=0.178e6, eta=0.05)
+        body = sr.SoftBody(lvp.helicoid_segment(0.1), rule, density=960.0, material=law)
+        assert body.volume.points.dtype == np.float32
+        with pytest.raises(ValueError, match="pivot .* lies outside"):
+            sr.SoftBody(
+                lvp.helicoid_segment(0.1),
+                rule,
+                density=960.0,
+                pivot=(0.0, 0.0, 0.1001),
+                contact_points=((0.01, 0.0, 0.1), (0.0, 0.01, 0.1)),
+            )

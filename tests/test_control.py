@@ -252,6 +252,31 @@ def test_spline_interpolates_and_is_twice_differentiable_under_jit_and_vmap():
     np.testing.assert_allclose(jax.vmap(jax.jacfwd(lambda t: spline(t)[1]))(ts), rdd, rtol=1e-12)
 
 
+def test_blend_starts_at_rest_and_becomes_the_reference():
+    rng = np.random.default_rng(4)
+    target = control.Spline(np.array([0.0, 0.7, 1.5, 3.0]), rng.standard_normal((4, 2)))
+    start = np.array([0.3, -0.2])
+    blend = control.Blend(target, start, 1.2)
+    r, rd, rdd = blend(0.0)
+    np.testing.assert_allclose(r, start, atol=1e-15)
+    assert not np.any(rd) and not np.any(rdd)
+    for t in (1.2, 1.7, 2.9):  # from T on it is the reference, derivatives included
+        for a, b in zip(blend(t), target(t)):
+            np.testing.assert_allclose(a, b, atol=1e-14)
+    # ṙ and r̈ are the derivatives of r and ṙ (jacfwd), also across the blend's end
+    ts = jnp.asarray([0.05, 0.4, 0.9, 1.2 - 1e-9, 1.2 + 1e-9, 2.0])
+    r, rd, rdd = jax.jit(jax.vmap(blend))(ts)
+    np.testing.assert_allclose(jax.vmap(jax.jacfwd(lambda t: blend(t)[0]))(ts), rd, rtol=1e-12)
+    np.testing.assert_allclose(jax.vmap(jax.jacfwd(lambda t: blend(t)[1]))(ts), rdd, rtol=1e-12)
+    np.testing.assert_allclose(rdd[3], rdd[4], atol=1e-6)  # C² across T
+    with pytest.raises(ValueError, match="duration must be positive"):
+        control.Blend(target, start, 0.0)
+    with pytest.raises(ValueError, match="start has shape"):
+        control.Blend(target, [0.0], 1.0)
+    with pytest.raises(TypeError, match="must be a Reference"):
+        control.Blend(start, start, 1.0)
+
+
 def test_feedforward_pd_and_phases_switch_at_the_given_times():
     tm = fake_terms(3, 2)
     q, qd = jnp.array([0.1, 0.2, 0.3]), jnp.array([-1.0, 0.0, 1.0])

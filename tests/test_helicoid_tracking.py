@@ -111,8 +111,14 @@ def test_closed_loop_obeys_the_pfbl_error_ode(example, tmp_path):
     # differences, not the closed loop's autodiff Jacobian (its program compiles for minutes);
     # they serve on this gentle reference
     differences = BDF(rtol=1e-4, atol=1e-6, jacobian="finite_differences")
+    # no blend: the reference from the first instant, so the error starts at 2 mm
     summary = example.run(
-        out, degree=2, t_final=0.04, statics_from=tmp_path / "synthetic.npz", method=differences
+        out,
+        degree=2,
+        t_final=0.04,
+        statics_from=tmp_path / "synthetic.npz",
+        method=differences,
+        blend=0.0,
     )
     run = np.load(out / "tracking.npz")
     np.testing.assert_allclose(run["t"], 0.01 * np.arange(5), atol=1e-15)
@@ -126,6 +132,7 @@ def test_closed_loop_obeys_the_pfbl_error_ode(example, tmp_path):
     assert np.all(np.isfinite(run["u"])) and np.abs(run["u"]).max() > 0.0
     np.testing.assert_allclose(run["targets"], example.tip_targets(run["t"]), atol=1e-15)
     assert summary["sim_s"] == pytest.approx(0.04) and summary["first_call_s"] > 0
+    assert summary["blend_s"] == 0.0
     for name in ("statics.png", "coordinates.png", "outputs.png", "snapshots.png"):
         assert (out / name).stat().st_size > 10_000
     assert (out / "tracking.pvd").exists() and (out / "equilibria.pvd").exists()

@@ -18,7 +18,8 @@ Laws (`e = q_d − q` or `y_d − y`; gains `K` are scalars, diagonals `(k,)` or
 - `Phases`:          controller `i` on `[t_{i−1}, t_i)` (Simulation 2 has three).
 
 References `r(t) -> (position, velocity, acceleration)`: `Constant`, `CubicRestToRest`,
-`Spline` (C² cubic spline through samples, e.g. the equilibria of Simulation 1).
+`Spline` (C² cubic spline through samples, e.g. the equilibria of Simulation 1), `Blend`
+(from rest at a start value into another reference, C²).
 
 Singular matrices are caught at run time (also under `jit`/`vmap`) with a message naming the
 controller, never a silent NaN; shapes are checked when a controller is built or traced.
@@ -27,10 +28,11 @@ controller, never a silent NaN; shapes are checked when a controller is built or
 from .._controller import Controller
 from ._laws import PD, CompensatedPD, ComputedTorque, Feedforward, Phases
 from ._pfbl import CollocatedPFBL, actuation_coordinates
-from ._references import Constant, CubicRestToRest, Reference, Spline
+from ._references import Blend, Constant, CubicRestToRest, Reference, Spline
 
 __all__ = [
     "PD",
+    "Blend",
     "CollocatedPFBL",
     "CompensatedPD",
     "ComputedTorque",

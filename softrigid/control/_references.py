@@ -12,7 +12,7 @@ from jax import Array
 
 from .._module import is_concrete, module, static
 
-__all__ = ["Constant", "CubicRestToRest", "Reference", "Spline"]
+__all__ = ["Blend", "Constant", "CubicRestToRest", "Reference", "Spline"]
 
 
 class Reference(abc.ABC):
@@ -147,6 +147,60 @@ class Spline(Reference):
         rd = (3.0 * c3 * d + 2.0 * c2) * d + c1
         rdd = 6.0 * c3 * d + 2.0 * c2
         return r, jnp.where(inside, rd, 0.0), jnp.where(inside, rdd, 0.0)
+
+
+@module
+class Blend(Reference):
+    """A reference that starts at rest at `start` and merges into `reference` by `duration`:
+
+        r = r₀ + σ(τ) (r_d(t) − r₀),  τ = clip(t / T, 0, 1),  σ = 10τ³ − 15τ⁴ + 6τ⁵,
+        ṙ = σ̇ (r_d − r₀) + σ ṙ_d,   r̈ = σ̈ (r_d − r₀) + 2 σ̇ ṙ_d + σ r̈_d,
+
+    with `σ̇ = 30τ²(1 − τ)²/T` and `σ̈ = 60τ(1 − τ)(1 − 2τ)/T²` on `[0, T]`, zero after. The
+    quintic `σ` has `σ = σ' = σ'' = 0` at `τ = 0` and `σ = 1, σ' = σ'' = 0` at `τ = 1`, so
+    `r(0) = r₀`, `ṙ(0) = r̈(0) = 0`, and `r` is twice continuously differentiable, equal to
+    `r_d` from `T` on. For a tracking controller started at rest at the output `r₀`, the
+    error starts at zero instead of at `r_d(0) − r₀`, so the error dynamics are not rung by
+    an initial step.
+
+    Args:
+        reference: the reference to merge into, `(m,)`.
+        start: `(m,)` where the blend starts (at `t = 0`, at rest).
+        duration: `T > 0`, when the blend has become `reference`.
+    """
+
+    reference: Reference
+    start: Array
+    duration: Array
+
+    def __init__(self, reference: Reference, start: Any, duration: Any) -> None:
+        if not isinstance(reference, Reference):
+            raise TypeError(f"Blend: reference must be a Reference, got {type(reference).__name__}")
+        start = _vector("Blend: start", start)
+        if start.shape != (reference.size,):
+            raise ValueError(
+                f"Blend: start has shape {start.shape}, the reference has size {reference.size}"
+            )
+        if is_concrete(duration) and not float(duration) > 0.0:
+            raise ValueError(f"Blend: duration must be positive, got {duration}")
+        object.__setattr__(self, "reference", reference)
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "duration", jnp.asarray(duration, dtype=float))
+
+    @property
+    def size(self) -> int:
+        return self.start.shape[0]
+
+    def __call__(self, t: Array) -> tuple[Array, Array, Array]:
+        r, rd, rdd = self.reference(t)
+        T = self.duration
+        tau = jnp.clip(t / T, 0.0, 1.0)
+        inside = tau < 1.0
+        s = tau**3 * (10.0 - 15.0 * tau + 6.0 * tau * tau)
+        sd = jnp.where(inside, 30.0 * tau**2 * (1.0 - tau) ** 2 / T, 0.0)
+        sdd = jnp.where(inside, 60.0 * tau * (1.0 - tau) * (1.0 - 2.0 * tau) / T**2, 0.0)
+        delta = r - self.start
+        return self.start + s * delta, sd * delta + s * rd, sdd * delta + 2.0 * sd * rd + s * rdd
 
 
 @module

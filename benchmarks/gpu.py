@@ -4,8 +4,7 @@ For each robot and function, `B` seeded random states (all distinct), `B = 1 …
 `B = 1` is the unbatched `jax.jit` call (what a user's single call costs); `B > 1` is
 `jax.vmap` over the batch, as one vectorized call up to the robot's `whole` size and as a
 `lax.map` over vectorized chunks of `whole` states above it (`chunked: true`; the heavy
-bodies' working set, ~35 MB per state for the full-mesh helicoid in float64, would not fit the
-card in one call). The batched programs take the robot as an argument (`program` says why);
+bodies' temporaries, ~30 MB per state for the full-mesh helicoid in float64, bound `whole`). The batched programs take the robot as an argument (`program` says why);
 the single call closes over it, as a user's `jax.jit` of a lambda would.
 
 The batched programs are lowered one after another and compiled ahead of time on a thread pool

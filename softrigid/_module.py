@@ -78,6 +78,6 @@ def rounding_tolerance(value: Any, floor: float) -> float:
     """A relative tolerance for a geometric check of `value`: `floor`, or 100 units of
     rounding of its floating dtype where that is coarser (float32 data is good to ~1e-7, so a
     point on a boundary given in float64 may lie 1e-8 outside once rounded)."""
-    dtype = np.dtype(getattr(value, "dtype", None) or np.result_type(value))
+    dtype = np.dtype(value.dtype if hasattr(value, "dtype") else np.result_type(value))
     eps = float(np.finfo(dtype).eps) if np.issubdtype(dtype, np.floating) else 0.0
     return max(floor, 100.0 * eps)

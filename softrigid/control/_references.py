@@ -194,11 +194,10 @@ class Blend(Reference):
     def __call__(self, t: Array) -> tuple[Array, Array, Array]:
         r, rd, rdd = self.reference(t)
         T = self.duration
-        tau = jnp.clip(t / T, 0.0, 1.0)
-        inside = tau < 1.0
+        tau = jnp.clip(t / T, 0.0, 1.0)  # σ̇ = σ̈ = 0 at τ = 1: no branch needed after T
         s = tau**3 * (10.0 - 15.0 * tau + 6.0 * tau * tau)
-        sd = jnp.where(inside, 30.0 * tau**2 * (1.0 - tau) ** 2 / T, 0.0)
-        sdd = jnp.where(inside, 60.0 * tau * (1.0 - tau) * (1.0 - 2.0 * tau) / T**2, 0.0)
+        sd = 30.0 * tau**2 * (1.0 - tau) ** 2 / T
+        sdd = 60.0 * tau * (1.0 - tau) * (1.0 - 2.0 * tau) / T**2
         delta = r - self.start
         return self.start + s * delta, sd * delta + s * rd, sdd * delta + 2.0 * sd * rd + s * rdd
 

@@ -26,11 +26,14 @@ robot on its compressed rule (`helicoid`) and on the full mesh (`helicoid_mesh`,
 per body).
 
 Precision: `--dtype float64` (x64) or `float32` (x64 off: the model's arrays, the states and
-every intermediate are float32). The float64 run saves its outputs at `B = ACCURACY_B`
-(`--save`); the float32 run compares its own at the same states (`--compare`): per robot and
-function, `‖y32 − y64‖ / ‖y64‖` per state (median, 99th percentile, max; the float32 inputs
-are the float64 ones rounded) and the number of non-finite states. A program that fails (out of
-memory, say) gets a line with its error and the run goes on; `--budget` seconds bound the run.
+every intermediate are float32; JAX's default float32 matrix products on recent GPUs are
+TensorFloat-32, 10-bit mantissa, which the compressed helicoid's `det F = 1` check refuses on an
+H100; `--matmul-precision highest` rounds them to float32 instead). The float64 run saves its
+outputs at `B = ACCURACY_B` (`--save`); the float32 run compares its own at the same states
+(`--compare`): per robot and function, `‖y32 − y64‖ / ‖y64‖` per state (median, 99th
+percentile, max; the float32 inputs are the float64 ones rounded) and the number of non-finite
+states. A program that fails (out of memory, say) gets a line with its error and the run goes
+on; `--budget` seconds bound the run.
 
 Run: python benchmarks/gpu.py --dtype float64 --robots rigid30 --save /tmp/rigid30.npz
      python benchmarks/gpu.py --dtype float32 --robots rigid30 --compare /tmp/rigid30.npz
@@ -290,10 +293,18 @@ def main() -> None:
     parser.add_argument("--lock", help="a file whose lock the timing phases take turns on")
     parser.add_argument("--save", help="float64: write the outputs at B = ACCURACY_B here (.npz)")
     parser.add_argument("--compare", help="float32: the float64 run's --save file")
+    parser.add_argument(
+        "--matmul-precision",
+        choices=["default", "highest"],
+        default="default",
+        help="JAX's precision of float32 matrix products (default: TensorFloat-32 on recent GPUs)",
+    )
     args = parser.parse_args()
     jax.config.update("jax_enable_x64", args.dtype == "float64")
+    if args.matmul_precision == "highest":
+        jax.config.update("jax_default_matmul_precision", "highest")
     deadline = time.perf_counter() + args.budget
-    emit("machine", **machine(), dtype=args.dtype)
+    emit("machine", **machine(), dtype=args.dtype, matmul_precision=args.matmul_precision)
     outputs: dict[str, np.ndarray] = {}
     for name in args.robots:
         try:

@@ -16,7 +16,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 import softrigid as sr
-from softrigid import joints, materials, quadrature
+from softrigid import joints, kinematics, materials, quadrature
 from softrigid._module import rounding_tolerance
 from softrigid.kinematics import lvp
 
@@ -74,3 +74,19 @@ def test_the_helicoid_body_builds_in_float32() -> None:
                 pivot=(0.0, 0.0, 0.1001),
                 contact_points=((0.01, 0.0, 0.1), (0.0, 0.01, 0.1)),
             )
+
+
+def test_a_float32_volume_check_names_reduced_precision_products() -> None:
+    """In float32, a failed `det F = 1` check also names the GPU's TensorFloat-32 products (on
+    an H100 they moved the helicoid's `det F` by 4e-3 at `q = 0`); float64's message does not."""
+    law = materials.IncompressibleNeoHookean(C=1.0)
+
+    def build() -> None:
+        rule = quadrature.cylinder(0.03, 0.3, n_axial=3, n_radial=2, n_angular=5)
+        sr.SoftBody(kinematics.PlanarConstantCurvature(0.3), rule, density=1.0, material=law)
+
+    with pytest.raises(ValueError, match="volume-preserving") as f64:
+        build()
+    assert "default_matmul_precision" not in str(f64.value)
+    with jax.enable_x64(False), pytest.raises(ValueError, match=r"default_matmul_precision"):
+        build()

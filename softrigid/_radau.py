@@ -3,7 +3,10 @@
 `Radau.integrate` / `BDF.integrate` step `scipy.integrate.Radau` / `scipy.integrate.BDF` on
 the host with jitted callbacks, the closed loop's `ẏ = (q̇, q̈)` and (by default) its Jacobian
 from the dynamics derivatives; the callbacks are module-level functions of the robot and the
-controller (traced arguments), so a repeated run compiles nothing.
+controller (traced arguments), so a repeated run compiles nothing. Their run-time checks are
+flags returned next to the values (`_checks.flagging`): the programs hold no host callback, so
+JAX's persistent compilation cache stores them and a later process loads them; a raised flag
+runs the same callback with its checks, which raises the check's own error.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ import numpy as np
 import scipy.integrate
 from jax import Array
 
+from ._checks import flagging
 from ._closed_loop import closed_loop
 from ._controller import Controller
 from ._derivatives import residual_derivatives
 from ._dynamics import solve_accelerations, terms
-from ._entry import trial_evaluations
+from ._entry import raise_runtime_errors, trial_evaluations
 from ._model import Robot
 from ._module import module, static
 
@@ -99,11 +103,11 @@ class Adaptive:
 
         def jac(t: Any, y: Any) -> np.ndarray:
             fn = _radau_jacobian if self.jacobian == "exact" else _closed_loop_jacobian
-            return np.asarray(fn(*args, *typed(t, y)))
+            return np.asarray(_checked(fn, *args, *typed(t, y)))
 
         t0, t1 = float(times[0]), float(times[-1])
         stepper = getattr(scipy.integrate, self.scipy_method)(
-            lambda t, y: np.asarray(_radau_rhs(*args, *typed(t, y))[0]),
+            lambda t, y: np.asarray(_checked(_radau_rhs, *args, *typed(t, y))[0]),
             t0,
             y0,
             t1,
@@ -166,7 +170,44 @@ class BDF(Adaptive):
     scipy_method: ClassVar[str] = "BDF"
 
 
-@functools.partial(jax.jit, static_argnames=("law", "solver"))
+def _checked(fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)`'s values from its flagged program; when a run-time check raised its flag,
+    `fn` with its checks runs at the same arguments and raises the check's error (as a
+    `ValueError`; compiled only then)."""
+    out, ok = fn(*args, flags=True)
+    if not bool(ok):
+        raise_runtime_errors(lambda: fn(*args))
+        raise ValueError(f"simulate: a run-time check failed at t = {float(args[-2]):.6g} s")
+    return out
+
+
+def _flagged(fn: Callable[[Array], Any], x: Array) -> tuple[Any, Array]:
+    """`fn(x)` and whether none of its run-time checks on `x`'s trace fired."""
+    with flagging(x) as faults:
+        out = fn(x)
+    return out, ~jnp.any(jnp.stack([jnp.zeros((), bool), *faults]))
+
+
+def _rhs(
+    robot: Robot, loads: tuple, policy: Controller | None, law: Callable | None, solver: str
+) -> Callable[[Array, Array], tuple[Array, Array]]:
+    """`(t, y) ↦ (ẏ, u)` of the closed loop, `ẏ = (q̇, q̈)` at `y = (q, q̇)`."""
+    dyn = closed_loop(robot, loads, policy, law, solver=solver)
+    n = robot.n_q
+
+    def rhs(t: Array, y: Array) -> tuple[Array, Array]:
+        q, qd = y[:n], y[n:]
+        with trial_evaluations():  # scipy's stages: a non-finite one shortens the step
+            qdd, u = dyn.evaluate(t, q, qd)
+        return jnp.concatenate([qd, qdd]), u
+
+    return rhs
+
+
+_PROGRAM = functools.partial(jax.jit, static_argnames=("law", "solver", "flags"))
+
+
+@_PROGRAM
 def _radau_rhs(
     robot: Robot,
     loads: tuple,
@@ -175,18 +216,15 @@ def _radau_rhs(
     solver: str,
     t: Array,
     y: Array,
-) -> tuple[Array, Array]:
-    """`ẏ = (q̇, q̈)` of the closed loop at `y = (q, q̇)`, and the inputs `u` there (the
-    recorded inputs come from this program too: no second compilation)."""
-    dyn = closed_loop(robot, loads, policy, law, solver=solver)
-    n = robot.n_q
-    q, qd = y[:n], y[n:]
-    with trial_evaluations():  # scipy's stages: a non-finite one shortens the step
-        qdd, u = dyn.evaluate(t, q, qd)
-    return jnp.concatenate([qd, qdd]), u
+    flags: bool = False,
+) -> Any:
+    """`(ẏ, u)` of the closed loop at `y = (q, q̇)`, the inputs `u` there too (the recorded
+    inputs come from this program: no second compilation); with `flags`, `((ẏ, u), ok)`."""
+    rhs = _rhs(robot, loads, policy, law, solver)
+    return _flagged(lambda x: rhs(t, x), y) if flags else rhs(t, y)
 
 
-@functools.partial(jax.jit, static_argnames=("law", "solver"))
+@_PROGRAM
 def _closed_loop_jacobian(
     robot: Robot,
     loads: tuple,
@@ -195,13 +233,17 @@ def _closed_loop_jacobian(
     solver: str,
     t: Array,
     y: Array,
-) -> Array:
-    """`∂ẏ/∂y` of `_radau_rhs` by forward mode through the whole closed loop (the law's
-    dependence on the dynamics terms included)."""
-    return jax.jacfwd(lambda x: _radau_rhs(robot, loads, policy, law, solver, t, x)[0])(y)
+    flags: bool = False,
+) -> Any:
+    """`∂ẏ/∂y` by forward mode through the whole closed loop (the law's dependence on the
+    dynamics terms included); with `flags`, `(∂ẏ/∂y, ok)` (the checks of the primal pass)."""
+    rhs = _rhs(robot, loads, policy, law, solver)
+    jacobian = jax.jacfwd(lambda x: rhs(t, x)[0])
+    # the checks of the primal pass run on this program's trace (unbatched, no tangent)
+    return _flagged(jacobian, y) if flags else jacobian(y)
 
 
-@functools.partial(jax.jit, static_argnames=("law", "solver"))
+@_PROGRAM
 def _radau_jacobian(
     robot: Robot,
     loads: tuple,
@@ -210,21 +252,26 @@ def _radau_jacobian(
     solver: str,
     t: Array,
     y: Array,
-) -> Array:
-    """`∂ẏ/∂y` of `_radau_rhs`, the controller's feedback with the dynamics terms held at their
-    value (`Dynamics.feedback`)."""
+    flags: bool = False,
+) -> Any:
+    """`∂ẏ/∂y` with the controller's feedback taken with the dynamics terms held at their
+    value (`Dynamics.feedback`); with `flags`, `(∂ẏ/∂y, ok)`."""
     dyn = closed_loop(robot, loads, policy, law, solver=solver)
     n = robot.n_q
-    q, qd = y[:n], y[n:]
-    tm = terms(robot, q, qd, loads)
-    u, fb_q, fb_qd = dyn.feedback(t, q, qd, tm)
-    qdd = solve_accelerations(robot, tm, u, check=False)
-    d = residual_derivatives(robot, q, qd, qdd, loads, u)
-    # ∂q̈/∂y = −M⁻¹ ∂r/∂y, r = ν − A u(t, q, q̇) (the law's feedback with the terms held)
-    jac = jnp.concatenate([d.d_q - fb_q, d.d_qd - fb_qd], axis=1)
-    lower = -jnp.linalg.solve(d.mass_matrix, jac)
-    upper = jnp.concatenate([jnp.zeros((n, n), y.dtype), jnp.eye(n, dtype=y.dtype)], axis=1)
-    return jnp.concatenate([upper, lower])
+
+    def jacobian(x: Array) -> Array:
+        q, qd = x[:n], x[n:]
+        tm = terms(robot, q, qd, loads)
+        u, fb_q, fb_qd = dyn.feedback(t, q, qd, tm)
+        qdd = solve_accelerations(robot, tm, u, check=False)
+        d = residual_derivatives(robot, q, qd, qdd, loads, u)
+        # ∂q̈/∂y = −M⁻¹ ∂r/∂y, r = ν − A u(t, q, q̇) (the law's feedback with the terms held)
+        jac = jnp.concatenate([d.d_q - fb_q, d.d_qd - fb_qd], axis=1)
+        lower = -jnp.linalg.solve(d.mass_matrix, jac)
+        upper = jnp.concatenate([jnp.zeros((n, n), x.dtype), jnp.eye(n, dtype=x.dtype)], axis=1)
+        return jnp.concatenate([upper, lower])
+
+    return _flagged(jacobian, y) if flags else jacobian(y)
 
 
 def simulate_adaptive(
@@ -257,7 +304,10 @@ def simulate_adaptive(
     y = np.concatenate([q, qd], axis=1).astype(q.dtype)
     # the inputs at the grid's states, from the callback's own program
     u = np.stack(
-        [np.asarray(_radau_rhs(*args, np.asarray(s, q.dtype), x)[1]) for s, x in zip(times, y)]
+        [
+            np.asarray(_checked(_radau_rhs, *args, np.asarray(s, q.dtype), x)[1])
+            for s, x in zip(times, y)
+        ]
     )
     t, q, qd = (jnp.asarray(x, q0.dtype) for x in (times, q, qd))
     return t, q, qd, jnp.asarray(u, q0.dtype)

@@ -22,6 +22,7 @@ from softrigid._integrators import State
 from softrigid._module import module
 from softrigid._newton import IterationMatrix
 from softrigid._simulate import _rechart
+from softrigid.actuators import JointMotor
 from softrigid.integrators import BDF, RK4, GeneralizedAlpha, ImplicitEuler, Radau, vector_field
 
 Q0 = jnp.array([1.0, 0.5])
@@ -347,6 +348,26 @@ def test_bdf_jacobians(double, capsys):
         sr.simulate(double, Q0, Z, 0.2, 0.1, method="bdf", control_period=0.1)
     with pytest.raises(ValueError, match="BDF: jacobian must be"):
         BDF(jacobian="broyden")
+
+
+def test_adaptive_callbacks_have_no_host_callback_and_still_raise(double):
+    # the programs scipy calls return their run-time checks as a flag (no host callback: JAX's
+    # persistent compilation cache stores them); a raised flag reruns the callback with its
+    # checks, which raises the check's own error (here the law's singular actuation matrix)
+    law = sr.control.ComputedTorque((1.0, 1.0), (1.0, 1.0), sr.control.CubicRestToRest(Z, Z, 0, 1))
+    args = (double, (), law, None, "cholesky", jnp.asarray(0.1), jnp.concatenate([Q0, Z]))
+    for fn in (
+        softrigid._radau._radau_rhs,
+        softrigid._radau._closed_loop_jacobian,
+        softrigid._radau._radau_jacobian,
+    ):
+        assert "callback" in fn.lower(*args).as_text()
+        assert "callback" not in fn.lower(*args, flags=True).as_text()
+        assert bool(fn(*args, flags=True)[1])
+    motors = sr.Robot(double.links, double.gravity, [JointMotor(0), JointMotor(0)])
+    for method in (Radau(), BDF(jacobian="autodiff")):
+        with pytest.raises(ValueError, match="ComputedTorque: the actuation matrix A is singular"):
+            sr.simulate(motors, Q0, Z, 0.1, 0.05, law, method=method)
 
 
 def test_newton_options_are_checked():

@@ -38,8 +38,7 @@ __all__ = [
 _VP_SAMPLES = 3
 _VP_SCALE = 0.05
 _VP_TOL = 1e-8
-# float32 on a GPU: matrix products default to TensorFloat-32 there, det F off 1 by ~1e-3.
-_REDUCED_PRECISION = (
+_REDUCED_PRECISION = (  # float32 GPU products default to TensorFloat-32 (det F off by ~1e-3)
     " In float32 on a GPU, JAX multiplies matrices in TensorFloat-32 (about 1e-3) by default: "
     "evaluate with jax.default_matmul_precision('highest')."
 )
@@ -164,14 +163,10 @@ def _jacobian_determinants(body: SoftBody, qs: Array) -> Array:
 
 
 def check_volume_preserving(body: SoftBody, where: str) -> None:
-    """Raise `ValueError` unless `det F = 1` (to 1e-8, or to 100 units of float32 rounding in
-    float32) at every quadrature node of `body` at
-    `q = 0` and at three seeded random configurations `q ~ 0.05 N(0, I)` (halved into the map's
-    valid range when it has one, `_sample_configurations`).
-
-    A necessary test (a map could preserve volume only at the sampled states), cheap enough to
-    run whenever a body is built. Skipped when the body's parameters are traced.
-    """
+    """Raise `ValueError` unless `det F = 1` (to 1e-8, or 100 units of float32 rounding in
+    float32) at every quadrature node of `body` at `q = 0` and at three seeded random
+    configurations `q ~ 0.05 N(0, I)` (halved into the map's valid range when it has one): a
+    necessary test, cheap enough for every build; skipped when the body is traced."""
     if not is_concrete(body):
         return
     name = getattr(body.kinematics, "name", "") or type(body.kinematics).__name__

@@ -18,11 +18,19 @@ __all__ = [
     "emit",
     "load",
     "machine",
+    "pin_core",
     "pin_cores",
     "time_call",
     "time_first_call",
     "time_interleaved",
 ]
+
+
+def pin_core(core: int) -> None:
+    """Restrict this process to core number `core` (`core < 0`: no restriction); call it
+    before importing JAX, as `pin_cores`."""
+    if core >= 0 and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {core})
 
 
 def pin_cores(n: int) -> None:

@@ -32,20 +32,16 @@ import argparse
 import os
 import sys
 
-
-def _pin(core: int) -> None:
-    if core >= 0 and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {core})
-
-
 if __name__ == "__main__":
-    _pin(int(sys.argv[sys.argv.index("--core") + 1]) if "--core" in sys.argv else 1)
+    from _timing import pin_core
 
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from typing import Any  # noqa: E402
+    pin_core(int(sys.argv[sys.argv.index("--core") + 1]) if "--core" in sys.argv else 1)
 
-import jax  # noqa: E402
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
 
 jax.config.update("jax_enable_x64", True)
 

@@ -43,11 +43,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-if __name__ == "__main__" and hasattr(os, "sched_setaffinity"):
-    # pin before JAX starts its threads (they keep the affinity they start with)
-    _core = int(sys.argv[sys.argv.index("--core") + 1]) if "--core" in sys.argv else 1
-    if _core >= 0:
-        os.sched_setaffinity(0, {_core})
+if __name__ == "__main__":  # pinned before JAX starts its threads
+    from _timing import pin_core
+
+    pin_core(int(sys.argv[sys.argv.index("--core") + 1]) if "--core" in sys.argv else 1)
 
 import jax
 

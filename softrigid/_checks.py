@@ -28,6 +28,7 @@ __all__ = [
     "check_state",
     "copy_params",
     "flagging",
+    "none_fired",
     "raise_if",
     "traced_check",
 ]
@@ -49,6 +50,11 @@ def flagging(anchor: Any) -> Iterator[list[Array]]:
         yield flags
     finally:
         _FLAGGING.pop()
+
+
+def none_fired(faults: Sequence[Array]) -> Array:
+    """The flag that none of the checks recorded by `flagging` fired (a boolean scalar)."""
+    return ~jnp.any(jnp.stack([jnp.zeros((), bool), *faults]))
 
 
 def raise_if(value: Any, bad: Array, index: Array, messages: tuple[str, ...]) -> Any:

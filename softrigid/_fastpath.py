@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_state, flagging
+from ._checks import check_state, flagging, none_fired
 from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
@@ -216,7 +216,7 @@ def _run(
         out = sig.core(robot, **kwargs)
     checked = [*arrays, *jax.tree_util.tree_leaves(out)]
     finite = [jnp.all(jnp.isfinite(x)) for x in checked if jnp.issubdtype(x.dtype, jnp.inexact)]
-    ok = jnp.all(jnp.stack(finite)) & ~jnp.any(jnp.stack([False, *faults]))
+    ok = jnp.all(jnp.stack(finite)) & none_fired(faults)
     if not sync:
         return out, ok
     # The fault branch hands the flag through the host: XLA:CPU runs a program with a host

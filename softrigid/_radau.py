@@ -22,7 +22,7 @@ import numpy as np
 import scipy.integrate
 from jax import Array
 
-from ._checks import flagging
+from ._checks import flagging, none_fired
 from ._closed_loop import closed_loop
 from ._controller import Controller
 from ._derivatives import residual_derivatives
@@ -185,7 +185,7 @@ def _flagged(fn: Callable[[Array], Any], x: Array) -> tuple[Any, Array]:
     """`fn(x)` and whether none of its run-time checks on `x`'s trace fired."""
     with flagging(x) as faults:
         out = fn(x)
-    return out, ~jnp.any(jnp.stack([jnp.zeros((), bool), *faults]))
+    return out, none_fired(faults)
 
 
 def _rhs(

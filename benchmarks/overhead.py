@@ -2,23 +2,25 @@
 
 `scaling.py` times `jax.jit(lambda q, qd, qdd: sr.inertial_inverse_dynamics(robot, q, qd, qdd))`
 on planar constant-curvature chains. Inside such a program the public function's run-time check
-is one `equinox.branched_error_if` (`softrigid._checks.raise_if`): a fused finite-output
-reduction and a conditional whose untaken side holds a host callback. This script compiles the
-call twice in one process, as shipped (`checks`) and traced inside
-`softrigid._entry.trial_evaluations()` (`unchecked`: the public function's program without the
-check; verified by the absence of a callback in its HLO), and times the two interleaved batch
-by batch (`_timing.time_interleaved`, so a change of load hits both alike): `M q̈` (IID at
-`q̇ = 0`) and `c` (IID at `q̈ = 0`) at `q = q̇ = q̈ = 1`, µs per call, in two modes:
+is one `softrigid._fault.fault_if` (`softrigid._checks.raise_if`): a fused finite-output
+reduction and a conditional whose untaken side holds the `softrigid_fault` XLA FFI custom call
+(no host callback). This script compiles the call twice in one process, as shipped (`checks`)
+and traced inside `softrigid._entry.trial_evaluations()` (`unchecked`: the public function's
+program without the check; verified by the absence of a fault call and of a host callback in
+its HLO), and times the two interleaved batch by batch (`_timing.time_interleaved`, so a change
+of load hits both alike): `M q̈` (IID at `q̇ = 0`) and `c` (IID at `q̈ = 0`) at
+`q = q̇ = q̈ = 1`, µs per call, in two modes:
 
 - pipelined (`mqdd`, `c`): a batch of calls waits only for its last result, as
   `scaling.py`'s `_timing.time_call` does, so successive calls may overlap;
 - waited (`mqdd_waited`, `c_waited`): every call waits for its result (`block_until_ready`), as
   a simulation or control loop that reads each result does.
 
-They differ because XLA:CPU (jaxlib 0.10) runs a program that holds a host callback inline in
-the calling thread, and any other program that is not trivially cheap on its thread pool: the
-checked program saves the thread hand-off (waited mode) but cannot overlap the next call
-(pipelined mode).
+XLA:CPU (jaxlib 0.10) runs a program that holds a host callback inline in the calling thread,
+and any other program that is not trivially cheap on its thread pool. Until the checks became
+an FFI call they were `equinox.branched_error_if`, whose untaken side is a host callback: the
+checked program then saved the thread hand-off (waited mode) but could not overlap the next
+call (pipelined mode). `--tree` against a checkout of that time shows the difference.
 
 With `--tree DIR` the shipped program's pipelined timing also runs, in alternation with this
 tree's, in fresh processes importing softrigid from `DIR` (another checkout, e.g. the tree
@@ -63,6 +65,7 @@ except ImportError:  # run as a module
     from benchmarks._timing import emit, machine, time_interleaved
     from benchmarks.scaling import build_chain
 
+FAULT = "softrigid_fault"  # softrigid._fault.TARGET (a literal: a --tree child may predate it)
 QUADRATURE = (4, 2, 3)  # scaling.py's default cylinder rule
 
 
@@ -70,7 +73,8 @@ def _program(n: int, checks: bool) -> tuple[Any, int]:
     """scaling.py's jitted IID for `n` bodies, compiled: with its run-time check, or
     (`checks=False`) traced inside `softrigid._entry.trial_evaluations()`, which selects the
     public function's program without the output check (a trace-time switch: the compiled
-    program keeps it outside the context). With the number of host callbacks in its HLO."""
+    program keeps it outside the context). With the number of host callbacks and of fault
+    calls in its HLO."""
     robot = build_chain(n, *QUADRATURE)
     fn = jax.jit(lambda q, qd, qdd: sr.inertial_inverse_dynamics(robot, q, qd, qdd))
     ones = jnp.ones(n)
@@ -82,7 +86,8 @@ def _program(n: int, checks: bool) -> tuple[Any, int]:
         context = trial_evaluations()
     with context:
         jax.block_until_ready(fn(ones, ones, ones))
-        return fn, fn.lower(ones, ones, ones).as_text().count("callback")
+        hlo = fn.lower(ones, ones, ones).as_text()
+        return fn, {"host_callbacks": hlo.count("callback"), "fault_calls": hlo.count(FAULT)}
 
 
 def _calls(fn: Any, n: int, prefix: str, waited: bool = False) -> dict[str, Any]:
@@ -108,9 +113,9 @@ def interleaved(sizes: list[int], repeats: int) -> list[dict[str, Any]]:
     records = []
     for n in sizes:
         (checked, with_checks), (bare, without) = _program(n, True), _program(n, False)
-        callbacks = {"checks": with_checks, "unchecked": without}
-        if callbacks["unchecked"] or not callbacks["checks"]:
-            raise RuntimeError(f"the variants are not what they claim: callbacks {callbacks}")
+        checks = {"checks": with_checks, "unchecked": without}
+        if any(without.values()) or not any(with_checks.values()):
+            raise RuntimeError(f"the variants are not what they claim: {checks}")
         fns = {
             **_calls(checked, n, "checks"),
             **_calls(bare, n, "unchecked"),
@@ -129,7 +134,7 @@ def interleaved(sizes: list[int], repeats: int) -> list[dict[str, Any]]:
                     for k in ("mqdd", "c", "mqdd_waited", "c_waited")
                 },
                 median_us={k: round(v["median_s"] * 1e6, 1) for k, v in t.items()},
-                callbacks=callbacks,
+                checks=checks,
             )
         )
     return records

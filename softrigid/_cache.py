@@ -4,9 +4,9 @@ compiled programs from disk instead of compiling them again.
 A first call costs tracing (Python), lowering (to StableHLO) and XLA's compilation; the cache
 stores the compilation, keyed by the lowered program, so every robot of the same structure
 (the same bodies, joints, maps and quadrature sizes; any values) hits it. Programs with host
-callbacks are not stored by JAX: the eager fast path's programs (`softrigid._fastpath`) have
-none; a `jit` of the user's around a checked algorithm, or `simulate` with a progress report,
-has them and is compiled in every process.
+callbacks are not stored by JAX: softrigid's run-time checks are not callbacks (`_fault`), so
+the eager fast path's programs and a `jit` of the user's around a public function are stored;
+`simulate` with a progress report holds one and is compiled in every process.
 """
 
 from __future__ import annotations

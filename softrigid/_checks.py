@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ._fault import fault_if
 from ._module import is_concrete, rounding_tolerance
 
 __all__ = [
@@ -40,8 +40,8 @@ _FLAGGING: list[tuple[Any, list[Array]]] = []
 @contextlib.contextmanager
 def flagging(anchor: Any) -> Iterator[list[Array]]:
     """Inside, a run-time check (`raise_if`) on a value of `anchor`'s trace raises nothing: its
-    fault flag is appended to the list yielded, for the caller to return next to its outputs (a
-    program without host callbacks, which JAX's persistent compilation cache can store). Checks
+    fault flag is appended to the list yielded, for the caller to return next to its outputs
+    (the eager fast path returns one flag and raises on the host, where it can diagnose). Checks
     inside a nested transformation (`jacfwd`, a `scan` body) keep raising: their flags cannot
     leave it. Outside a trace (`anchor` concrete) nothing changes."""
     flags: list[Array] = []
@@ -57,16 +57,19 @@ def none_fired(faults: Sequence[Array]) -> Array:
     return ~jnp.any(jnp.stack([jnp.zeros((), bool), *faults]))
 
 
-def raise_if(value: Any, bad: Array, index: Array, messages: tuple[str, ...]) -> Any:
+def raise_if(
+    value: Any, bad: Array, index: Array | Callable[[Any], Array], messages: tuple[str, ...]
+) -> Any:
     """`value` unchanged, with a run-time check (also under `jit`/`vmap`): when `bad` holds,
-    raise `messages[index]` (`equinox.branched_error_if`). Inside `flagging` on `bad`'s own trace
-    the flag `bad` is recorded instead."""
+    raise `messages[index]` (`softrigid._fault.fault_if`; `index` may be a function of `value`,
+    evaluated only then). Inside `flagging` on `bad`'s own trace the flag `bad` is recorded
+    instead."""
     if _FLAGGING:
         trace, flags = _FLAGGING[-1]
         if trace is not None and getattr(bad, "_trace", None) is trace:
             flags.append(bad)
             return value
-    return eqx.branched_error_if(value, bad, index, messages)
+    return fault_if(value, bad, index, messages)
 
 
 def as_float(value: Any, name: str = "value") -> Array:

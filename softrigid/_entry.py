@@ -15,7 +15,7 @@ here, which raises the error.
 The outputs are checked at run time, inside the compiled program (so also under the user's
 `jit`/`vmap`): a non-finite value raises an error naming the algorithm and the first bad
 coordinate (its link, and whether it is a joint or body coordinate). The check is one fused
-reduction and a branch (`equinox.branched_error_if`). Eager calls raise it as a `ValueError`;
+reduction and a branch (`softrigid._fault.fault_if`, no host callback). Eager calls raise it as a `ValueError`;
 inside the user's `jit` it surfaces as JAX's runtime error carrying the same message.
 
 The library's own iterations probe trial points that may lie outside a body's range (a Newton
@@ -161,13 +161,15 @@ def check_finite(where: str, robot: Robot, out: Any) -> Any:
     if not leaves:
         return out
     n = robot.n_q
-    per_coordinate = jnp.zeros(n, bool)
-    elsewhere = jnp.zeros((), bool)
-    for x in leaves:
-        if x.ndim >= 1 and x.shape[0] == n:
-            per_coordinate = per_coordinate | ~jnp.all(jnp.isfinite(x.reshape(n, -1)), axis=1)
-        else:
-            elsewhere = elsewhere | ~jnp.all(jnp.isfinite(x))
+
+    def first_bad_coordinate(out: Any) -> Array:
+        """The first coordinate with a non-finite output (`n`: none, the fault is elsewhere)."""
+        per_coordinate = jnp.zeros(n, bool)
+        for x in jax.tree_util.tree_leaves(out):
+            if jnp.issubdtype(x.dtype, jnp.inexact) and x.ndim >= 1 and x.shape[0] == n:
+                per_coordinate |= ~jnp.all(jnp.isfinite(x.reshape(n, -1)), axis=1)
+        return jnp.where(jnp.any(per_coordinate), jnp.argmax(per_coordinate), n)
+
     msgs = (
         *(
             f"{PREFIX}{where}: non-finite value (NaN or inf) at coordinate {j} "
@@ -176,8 +178,9 @@ def check_finite(where: str, robot: Robot, out: Any) -> Any:
         ),
         f"{PREFIX}{where}: non-finite value (NaN or inf).{_HINT}",
     )
-    index = jnp.where(jnp.any(per_coordinate), jnp.argmax(per_coordinate), n)
-    return raise_if(out, jnp.any(per_coordinate) | elsewhere, index, msgs)
+    bad = ~jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
+    # the coordinate is located only when the check fires: the normal path is one reduction
+    return raise_if(out, bad, first_bad_coordinate, msgs)
 
 
 def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array) -> Array:

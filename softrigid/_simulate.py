@@ -5,7 +5,7 @@ The driver is separate from the schemes (`softrigid._integrators`, `softrigid._r
 runs `scheme.step` over the time grid, holds the inputs between controller samples
 (`control_period`), records `u`, reports progress, and turns a failed step (a Newton iteration
 that did not converge) or a non-finite state into an error naming its time: a `ValueError` in an
-eager call, a run-time error (`equinox.branched_error_if`) under the user's `jit`/`vmap`.
+eager call, a run-time error (`softrigid._fault.fault_if`) under the user's `jit`/`vmap`.
 
 After every fixed step, joints with a singular chart (the rotation vectors of `Spherical` and
 `Free`) are re-charted (`softrigid._charts`): `|φ| > π` becomes the equivalent `φ (1 − 2π/|φ|)`

@@ -13,7 +13,7 @@ Hessian, and the equilibrium is stable exactly when the Jacobian is positive def
 (`StaticSolution.stable`). Newton finds unstable equilibria too (an arm balanced upright):
 check `stable`.
 
-The runtime checks under `jit`/`vmap` are `equinox.branched_error_if`.
+The runtime checks under `jit`/`vmap` are `softrigid._fault.fault_if`.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def raise_failure(robot: Robot, sol: StaticSolution, max_iter: int) -> None:
 
 
 def _runtime_check(sol: StaticSolution) -> StaticSolution:
-    """`equinox.branched_error_if`: raise (also under `jit`/`vmap`) when the status is not 0;
+    """`softrigid._fault.fault_if`: raise (also under `jit`/`vmap`) when the status is not 0;
     attached to every field, so the check runs whichever field the caller uses."""
     index = jnp.clip(sol.status - 1, 0, len(_MESSAGES) - 1)
     return raise_if(sol, sol.status != CONVERGED, index, _MESSAGES)
@@ -177,7 +177,7 @@ def equilibrium(
         tol: relative residual tolerance.
         max_iter: maximum number of Newton steps.
         throw: raise when the solve fails (default). Eagerly that is a `ValueError` with the
-            details; under `jit`/`vmap` an `equinox.error_if` runtime error with the status's
+            details; under `jit`/`vmap` a runtime error (`softrigid._fault`) with the status's
             message. With `throw=False` read `status`/`converged` instead.
 
     Returns:

@@ -249,7 +249,7 @@ def inverse_statics(
         max_iter: maximum number of accepted steps.
         throw: raise on failure (default): eagerly a `ValueError` (no equilibrium under `u0`,
             a non-finite output there, no convergence within `max_iter`) or a
-            `RuntimeWarning` (target not reached); under `jit`/`vmap` an `equinox.error_if`
+            `RuntimeWarning` (target not reached); under `jit`/`vmap` a `softrigid._fault`
             runtime error for the failures (status 1, 3 and 4). With `throw=False` read
             `status`/`converged`.
 

@@ -314,6 +314,7 @@ LAYERS = [
         "_module",
         "_math",
         "_ad",
+        "_fault",
         "_checks",
         "_cache",
         "_batching",

@@ -4,9 +4,9 @@
 the host with jitted callbacks, the closed loop's `ẏ = (q̇, q̈)` and (by default) its Jacobian
 from the dynamics derivatives; the callbacks are module-level functions of the robot and the
 controller (traced arguments), so a repeated run compiles nothing. Their run-time checks are
-flags returned next to the values (`_checks.flagging`): the programs hold no host callback, so
-JAX's persistent compilation cache stores them and a later process loads them; a raised flag
-runs the same callback with its checks, which raises the check's own error.
+`softrigid._fault` calls, not host callbacks, so JAX's persistent compilation cache stores the
+programs and a later process loads them; a check that fires raises its own error as a
+`ValueError` (`_entry.raise_runtime_errors`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import numpy as np
 import scipy.integrate
 from jax import Array
 
-from ._checks import flagging, none_fired
 from ._closed_loop import closed_loop
 from ._controller import Controller
 from ._derivatives import residual_derivatives
@@ -171,21 +170,9 @@ class BDF(Adaptive):
 
 
 def _checked(fn: Callable[..., Any], *args: Any) -> Any:
-    """`fn(*args)`'s values from its flagged program; when a run-time check raised its flag,
-    `fn` with its checks runs at the same arguments and raises the check's error (as a
-    `ValueError`; compiled only then)."""
-    out, ok = fn(*args, flags=True)
-    if not bool(ok):
-        raise_runtime_errors(lambda: fn(*args))
-        raise ValueError(f"simulate: a run-time check failed at t = {float(args[-2]):.6g} s")
-    return out
-
-
-def _flagged(fn: Callable[[Array], Any], x: Array) -> tuple[Any, Array]:
-    """`fn(x)` and whether none of its run-time checks on `x`'s trace fired."""
-    with flagging(x) as faults:
-        out = fn(x)
-    return out, none_fired(faults)
+    """`fn(*args)`'s values, waited for; a run-time check that fired raises its error as a
+    `ValueError`."""
+    return raise_runtime_errors(lambda: fn(*args))
 
 
 def _rhs(
@@ -204,7 +191,7 @@ def _rhs(
     return rhs
 
 
-_PROGRAM = functools.partial(jax.jit, static_argnames=("law", "solver", "flags"))
+_PROGRAM = functools.partial(jax.jit, static_argnames=("law", "solver"))
 
 
 @_PROGRAM
@@ -216,12 +203,10 @@ def _radau_rhs(
     solver: str,
     t: Array,
     y: Array,
-    flags: bool = False,
 ) -> Any:
     """`(ẏ, u)` of the closed loop at `y = (q, q̇)`, the inputs `u` there too (the recorded
-    inputs come from this program: no second compilation); with `flags`, `((ẏ, u), ok)`."""
-    rhs = _rhs(robot, loads, policy, law, solver)
-    return _flagged(lambda x: rhs(t, x), y) if flags else rhs(t, y)
+    inputs come from this program: no second compilation)."""
+    return _rhs(robot, loads, policy, law, solver)(t, y)
 
 
 @_PROGRAM
@@ -233,14 +218,11 @@ def _closed_loop_jacobian(
     solver: str,
     t: Array,
     y: Array,
-    flags: bool = False,
 ) -> Any:
     """`∂ẏ/∂y` by forward mode through the whole closed loop (the law's dependence on the
-    dynamics terms included); with `flags`, `(∂ẏ/∂y, ok)` (the checks of the primal pass)."""
+    dynamics terms included)."""
     rhs = _rhs(robot, loads, policy, law, solver)
-    jacobian = jax.jacfwd(lambda x: rhs(t, x)[0])
-    # the checks of the primal pass run on this program's trace (unbatched, no tangent)
-    return _flagged(jacobian, y) if flags else jacobian(y)
+    return jax.jacfwd(lambda x: rhs(t, x)[0])(y)
 
 
 @_PROGRAM
@@ -252,10 +234,9 @@ def _radau_jacobian(
     solver: str,
     t: Array,
     y: Array,
-    flags: bool = False,
 ) -> Any:
     """`∂ẏ/∂y` with the controller's feedback taken with the dynamics terms held at their
-    value (`Dynamics.feedback`); with `flags`, `(∂ẏ/∂y, ok)`."""
+    value (`Dynamics.feedback`)."""
     dyn = closed_loop(robot, loads, policy, law, solver=solver)
     n = robot.n_q
 
@@ -271,7 +252,7 @@ def _radau_jacobian(
         upper = jnp.concatenate([jnp.zeros((n, n), x.dtype), jnp.eye(n, dtype=x.dtype)], axis=1)
         return jnp.concatenate([upper, lower])
 
-    return _flagged(jacobian, y) if flags else jacobian(y)
+    return jacobian(y)
 
 
 def simulate_adaptive(

@@ -7,7 +7,8 @@ with `messages[index]` when `bad` holds, also under `jit`, `vmap` and automatic 
 
 On CPU the failing branch is an XLA FFI custom call (`softrigid_fault`) whose handler returns
 an XLA error carrying the message, which JAX raises when the result is read (as
-`jax.errors.JaxRuntimeError` on a program's first call, as `ValueError` on later ones). The handler is a C-callable function made with `ctypes` from the XLA FFI C API
+`jax.errors.JaxRuntimeError` on a program's first call, as `ValueError` on later ones). The
+handler is a C-callable function made with `ctypes` from the XLA FFI C API
 (`xla/ffi/api/c_api.h`, binary-stable by design); it reads only its string attribute, never a
 buffer, and runs only when a check fires. Unlike `equinox.branched_error_if`, whose failing
 branch holds a Python host callback, the program then has no host callback, so XLA:CPU runs it

@@ -159,31 +159,38 @@ _HANDLER = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(_handle)
 jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(_HANDLER), platform="cpu")
 
 
+def _raising(message: str) -> Callable[[list[Array]], list[Array]]:
+    """`leaves ↦ leaves` through the custom call that fails with `message`."""
+
+    def call(leaves: list[Array]) -> list[Array]:
+        shapes = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves]
+        aliases = {i: i for i in range(len(leaves))}
+        fault = jax.ffi.ffi_call(
+            TARGET, shapes, input_output_aliases=aliases, vmap_method="broadcast_all"
+        )
+        return fault(*leaves, message=message)
+
+    return call
+
+
+def ffi_failure(leaves: list[Array], k: Array, messages: tuple[str, ...]) -> list[Array]:
+    """CPU: fail with `messages[k]` through the `softrigid_fault` custom call."""
+    return lax.switch(k, [_raising(m) for m in messages], leaves)
+
+
+def equinox_failure(leaves: list[Array], k: Array, messages: tuple[str, ...]) -> list[Array]:
+    """Other platforms: fail with `messages[k]` through `equinox.branched_error_if`."""
+    return eqx.branched_error_if(leaves, True, k, messages)
+
+
 def _fail(
     leaves: list[Array], index: Array, locate: Callable, messages: tuple[str, ...]
 ) -> list[Array]:
-    """The failing branch: `leaves` through the custom call that raises `messages[k]`, `k` the
-    largest over a batch of `locate(leaves, index)` (CPU), or through
-    `equinox.branched_error_if` (other platforms)."""
+    """The failing branch: `messages[k]`, `k` the largest over a batch of
+    `locate(leaves, index)`, by the platform's failure (chosen at lowering)."""
     k = jnp.clip(unvmap_max(locate(leaves, index)), 0, len(messages) - 1)
-
-    def raising(message: str) -> Callable[[list[Array]], list[Array]]:
-        def call(leaves: list[Array]) -> list[Array]:
-            shapes = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves]
-            aliases = {i: i for i in range(len(leaves))}
-            fault = jax.ffi.ffi_call(
-                TARGET, shapes, input_output_aliases=aliases, vmap_method="broadcast_all"
-            )
-            return fault(*leaves, message=message)
-
-        return call
-
-    def cpu(leaves: list[Array]) -> list[Array]:
-        return lax.switch(k, [raising(m) for m in messages], leaves)
-
-    def other(leaves: list[Array]) -> list[Array]:
-        return eqx.branched_error_if(leaves, True, k, messages)
-
+    cpu = functools.partial(ffi_failure, k=k, messages=messages)
+    other = functools.partial(equinox_failure, k=k, messages=messages)
     return lax.platform_dependent(leaves, cpu=cpu, default=other)
 
 

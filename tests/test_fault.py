@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import softrigid as sr
-from softrigid import joints
+from softrigid import _fault, joints
 from softrigid._fault import TARGET, fault_if
 
 # JAX raises an execution error as JaxRuntimeError on a program's first call and as ValueError on
@@ -86,3 +86,17 @@ def test_a_public_program_holds_the_fault_call_and_no_host_callback():
     assert TARGET in text and "callback" not in text
     with pytest.raises(RUNTIME_ERRORS, match="non-finite value"):
         jax.block_until_ready(program(jnp.zeros(1), jnp.array([jnp.inf])))
+
+
+@pytest.mark.parametrize("failure", [_fault.ffi_failure, _fault.equinox_failure])
+def test_each_platform_failure_raises_the_chosen_message(failure):
+    # the CPU failure runs on CPU; the other platforms' one (equinox) is run here on CPU too
+    def program(x):
+        leaves = jax.lax.cond(
+            x[0] < 0, lambda v: failure(v, jnp.int32(1), MESSAGES), lambda v: v, [x]
+        )
+        return leaves[0]
+
+    np.testing.assert_array_equal(jax.jit(program)(jnp.ones(2)), jnp.ones(2))
+    with pytest.raises(RUNTIME_ERRORS, match="the first entry is negative"):
+        jax.block_until_ready(jax.jit(program)(-jnp.ones(2)))

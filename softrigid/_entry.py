@@ -248,8 +248,8 @@ def raise_runtime_errors(
     """Run `fn()` to completion; a softrigid run-time check that fired becomes a `ValueError`
     with its message (instead of JAX's runtime error around it), completed by `diagnose` when
     the robot and states are given. (A check that fires on a compiled program's first call
-    arrives as `JaxRuntimeError`, on its later calls as a `ValueError` with XLA's callback
-    traceback around the message: both are cleaned.)"""
+    arrives as `JaxRuntimeError`, on its later calls as a `ValueError`, both with XLA's status
+    code before the message: both are cleaned.)"""
     try:
         return jax.block_until_ready(fn())
     except (jax.errors.JaxRuntimeError, ValueError) as err:

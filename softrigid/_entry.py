@@ -15,8 +15,9 @@ here, which raises the error.
 The outputs are checked at run time, inside the compiled program (so also under the user's
 `jit`/`vmap`): a non-finite value raises an error naming the algorithm and the first bad
 coordinate (its link, and whether it is a joint or body coordinate). The check is one fused
-reduction and a branch (`softrigid._fault.fault_if`, no host callback). Eager calls raise it as a `ValueError`;
-inside the user's `jit` it surfaces as JAX's runtime error carrying the same message.
+reduction and a branch (`softrigid._fault.fault_if`, no host callback). Eager calls raise it as
+a `ValueError`; inside the user's `jit` it surfaces as JAX's runtime error carrying the same
+message.
 
 The library's own iterations probe trial points that may lie outside a body's range (a Newton
 step past a stretch of zero): there a non-finite value is information, and the solver rejects
@@ -148,16 +149,18 @@ def describe_coordinate(robot: Robot, j: int) -> str:
     return f"coordinate {j}"
 
 
+def _float_leaves(out: Any) -> list[Array]:
+    """The non-empty floating leaves of `out` (what the finiteness check reads)."""
+    leaves = jax.tree_util.tree_leaves(out)
+    return [x for x in leaves if jnp.issubdtype(x.dtype, jnp.inexact) and x.size > 0]
+
+
 def check_finite(where: str, robot: Robot, out: Any) -> Any:
     """`out` (a pytree of outputs) unchanged, with one run-time check (also under `jit`/`vmap`)
     that every floating leaf is finite; the error names `where` and, when a leaf over the
     coordinates is bad, the first bad coordinate. One fused reduction and one branch for all
     the outputs, and every output depends on it (none can be used unchecked)."""
-    leaves = [
-        x
-        for x in jax.tree_util.tree_leaves(out)
-        if jnp.issubdtype(x.dtype, jnp.inexact) and x.size > 0
-    ]
+    leaves = _float_leaves(out)
     if not leaves:
         return out
     n = robot.n_q
@@ -165,8 +168,8 @@ def check_finite(where: str, robot: Robot, out: Any) -> Any:
     def first_bad_coordinate(out: Any) -> Array:
         """The first coordinate with a non-finite output (`n`: none, the fault is elsewhere)."""
         per_coordinate = jnp.zeros(n, bool)
-        for x in jax.tree_util.tree_leaves(out):
-            if jnp.issubdtype(x.dtype, jnp.inexact) and x.ndim >= 1 and x.shape[0] == n:
+        for x in _float_leaves(out):
+            if x.ndim >= 1 and x.shape[0] == n:
                 per_coordinate |= ~jnp.all(jnp.isfinite(x.reshape(n, -1)), axis=1)
         return jnp.where(jnp.any(per_coordinate), jnp.argmax(per_coordinate), n)
 

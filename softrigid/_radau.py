@@ -203,7 +203,7 @@ def _radau_rhs(
     solver: str,
     t: Array,
     y: Array,
-) -> Any:
+) -> tuple[Array, Array]:
     """`(ẏ, u)` of the closed loop at `y = (q, q̇)`, the inputs `u` there too (the recorded
     inputs come from this program: no second compilation)."""
     return _rhs(robot, loads, policy, law, solver)(t, y)
@@ -218,7 +218,7 @@ def _closed_loop_jacobian(
     solver: str,
     t: Array,
     y: Array,
-) -> Any:
+) -> Array:
     """`∂ẏ/∂y` by forward mode through the whole closed loop (the law's dependence on the
     dynamics terms included)."""
     rhs = _rhs(robot, loads, policy, law, solver)
@@ -234,25 +234,21 @@ def _radau_jacobian(
     solver: str,
     t: Array,
     y: Array,
-) -> Any:
+) -> Array:
     """`∂ẏ/∂y` with the controller's feedback taken with the dynamics terms held at their
     value (`Dynamics.feedback`)."""
     dyn = closed_loop(robot, loads, policy, law, solver=solver)
     n = robot.n_q
-
-    def jacobian(x: Array) -> Array:
-        q, qd = x[:n], x[n:]
-        tm = terms(robot, q, qd, loads)
-        u, fb_q, fb_qd = dyn.feedback(t, q, qd, tm)
-        qdd = solve_accelerations(robot, tm, u, check=False)
-        d = residual_derivatives(robot, q, qd, qdd, loads, u)
-        # ∂q̈/∂y = −M⁻¹ ∂r/∂y, r = ν − A u(t, q, q̇) (the law's feedback with the terms held)
-        jac = jnp.concatenate([d.d_q - fb_q, d.d_qd - fb_qd], axis=1)
-        lower = -jnp.linalg.solve(d.mass_matrix, jac)
-        upper = jnp.concatenate([jnp.zeros((n, n), x.dtype), jnp.eye(n, dtype=x.dtype)], axis=1)
-        return jnp.concatenate([upper, lower])
-
-    return jacobian(y)
+    q, qd = y[:n], y[n:]
+    tm = terms(robot, q, qd, loads)
+    u, fb_q, fb_qd = dyn.feedback(t, q, qd, tm)
+    qdd = solve_accelerations(robot, tm, u, check=False)
+    d = residual_derivatives(robot, q, qd, qdd, loads, u)
+    # ∂q̈/∂y = −M⁻¹ ∂r/∂y, r = ν − A u(t, q, q̇) (the law's feedback with the terms held)
+    jac = jnp.concatenate([d.d_q - fb_q, d.d_qd - fb_qd], axis=1)
+    lower = -jnp.linalg.solve(d.mass_matrix, jac)
+    upper = jnp.concatenate([jnp.zeros((n, n), y.dtype), jnp.eye(n, dtype=y.dtype)], axis=1)
+    return jnp.concatenate([upper, lower])
 
 
 def simulate_adaptive(

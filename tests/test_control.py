@@ -320,6 +320,42 @@ def test_pfbl_imposes_the_output_acceleration(robot, inputs):
     np.testing.assert_allclose(ydd[driven], 9.0 * (target - y[driven]) - 4.0 * yd[driven])
 
 
+def test_pfbl_derivatives_are_finite_and_exact(robot):
+    # the law's q- and q̇-Jacobians (a closed-loop Jacobian for BDF, `grad` through `simulate`)
+    # against the same law written without a null-space basis, u = (J M⁻¹ Jᵀ)⁻¹ (v − J̇ q̇ +
+    # J M⁻¹ h), differentiated by jacfwd; the driven input's column of A = (∂y/∂q)ᵀ is a unit
+    # vector (a joint motor's), where JAX's complete-QR derivative was NaN. Made-up terms
+    # that depend on the state: M(q) SPD, h(q, q̇), y = (q₀, sin q₀ + q₁²)
+    def output(robot, q):
+        return jnp.stack([q[0], jnp.sin(q[0]) + q[1] ** 2])
+
+    base = fake_terms(2, 2, seed=5)
+
+    def tm(q, qd):
+        a = jax.jacfwd(lambda x: output(None, x))(q).T
+        mass = base.mass_matrix + jnp.diag(jnp.sin(q) ** 2) + 0.3 * jnp.outer(q, q)
+        return base._replace(mass_matrix=mass, bias=base.bias * jnp.cos(q) + qd**2, actuation=a)
+
+    law = control.CollocatedPFBL(robot, 9.0, 4.0, [0.3], output=output, inputs=[0])
+
+    def u_law(q, qd):
+        return law(0.0, q, qd, tm(q, qd))[0]
+
+    def u_oracle(q, qd):
+        terms_, j = tm(q, qd), jnp.array([[1.0, 0.0]])
+        v = 9.0 * (0.3 - q[0]) - 4.0 * qd[0]  # y₀ = q₀: J̇ q̇ = 0
+        m_inv = jnp.linalg.inv(terms_.mass_matrix)
+        return jnp.linalg.solve(j @ m_inv @ j.T, v + j @ m_inv @ terms_.bias)[0]
+
+    q, qd = jnp.array([0.4, 0.7]), jnp.array([-0.3, 1.1])
+    both = jax.jit(lambda *x: [(f(*x), jax.jacfwd(f, (0, 1))(*x)) for f in (u_law, u_oracle)])
+    (u, got), (u_want, want) = both(q, qd)
+    np.testing.assert_allclose(u, u_want, rtol=1e-12)
+    for a, b in zip(got, want):
+        assert np.all(np.isfinite(np.asarray(a)))
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-14 * np.max(np.abs(b)))
+
+
 def test_gains_are_traced_no_recompilation_and_vmap():
     tm = fake_terms(2, 2, seed=4)
     q, qd = jnp.array([0.1, 0.2]), jnp.array([0.3, -0.4])

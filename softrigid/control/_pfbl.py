@@ -51,6 +51,34 @@ def actuation_coordinates(robot: Robot, q: Array) -> Array:
     return jnp.concatenate(parts)
 
 
+@jax.custom_jvp
+def _complete_qr(a: Array) -> tuple[Array, Array]:
+    """`A = [Q₁ Q₂] [R; 0]`, the complete QR factorization of a tall `A` `(n, m)`, with a
+    derivative wherever `A` has full column rank: `dQ₁`, `dR` are the thin factorization's,
+
+        dQ₂ = −Q₁ dQ₁ᵀ Q₂
+
+    (it keeps `[Q₁ Q₂]` orthogonal to first order and does not turn `Q₂` within its span, on
+    which the law does not depend). JAX's own rule for the complete factorization solves with
+    `Q₁₁ − I` (its rows `:m`), singular when a column of `A` is a unit vector (a joint motor's),
+    and returned NaN there."""
+    return jnp.linalg.qr(a, mode="complete")
+
+
+@_complete_qr.defjvp
+def _complete_qr_jvp(
+    primals: tuple[Array], tangents: tuple[Array]
+) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
+    (a,), (da,) = primals, tangents
+    n, m = a.shape
+    qmat, rmat = _complete_qr(a)
+    (q1, _), (dq1, dr) = jax.jvp(lambda x: jnp.linalg.qr(x, mode="reduced"), (a,), (da,))
+    q2 = qmat[:, m:]
+    dq = jnp.concatenate([dq1, -q1 @ (dq1.T @ q2)], axis=1)
+    dr = jnp.concatenate([dr, jnp.zeros((n - m, m), dr.dtype)])
+    return (qmat, rmat), (dq, dr)
+
+
 @module
 class CollocatedPFBL(Controller):
     """Collocated partial feedback linearization of an underactuated robot (Pustina et al.;
@@ -140,7 +168,7 @@ class CollocatedPFBL(Controller):
         r, rd, rdd = self.reference(t)
         v = rdd + _apply(self.kd, rd - yd) + _apply(self.kp, r - y)
         # Aᵀ = J:  A = [Q₁ Q₂] [R; 0],  T⁻¹ = [Q₁ R⁻ᵀ, Q₂];  σ(A) = σ(R): R's inverse checks A
-        qmat, rmat = jnp.linalg.qr(a, mode="complete")
+        qmat, rmat = _complete_qr(a)
         r_inv = jax.scipy.linalg.solve_triangular(rmat[:m], jnp.eye(m, dtype=a.dtype))
         j_pinv = qmat[:, :m] @ r_inv.T
         j_pinv = _check_conditioned(

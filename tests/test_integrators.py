@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.integrate
 from scipy.integrate import solve_ivp
 
 import softrigid as sr
@@ -348,6 +349,44 @@ def test_bdf_jacobians(double, capsys):
         sr.simulate(double, Q0, Z, 0.2, 0.1, method="bdf", control_period=0.1)
     with pytest.raises(ValueError, match="BDF: jacobian must be"):
         BDF(jacobian="broyden")
+
+
+def test_adaptive_methods_restart_at_the_controllers_switch_times(double, monkeypatch):
+    # a torque switched on at t = 0.13 s (between grid points): the laws report their jumps in
+    # time (a composite law gathers those of the laws it holds), and BDF and Radau restart
+    # there, matching DOP853 run piecewise at 1e-12 to their tolerance
+    switch, torque = 0.13, jnp.array([2.0, -1.0])
+    law = sr.control.Phases([switch], [sr.control.Feedforward(Z), sr.control.Feedforward(torque)])
+    held = PD(jnp.ones(2), jnp.ones(2))
+    assert law.switch_times() == (switch,) and held.switch_times() == ()
+    cubic = sr.control.ComputedTorque(1.0, 1.0, sr.control.CubicRestToRest(Z, Q0, 0.05, 0.2))
+    nested = sr.control.Phases([0.1], [cubic, law])
+    assert nested.switch_times() == (0.05, 0.1, switch, 0.2)
+
+    f = jax.jit(vector_field(double, law))
+    y = np.concatenate([Q0, Z])
+    for a, b in ((0.0, switch), (switch, 0.3)):
+
+        def rhs(t, x):
+            return np.concatenate([np.asarray(v) for v in f(t, (x[:2], x[2:]))])
+
+        y = solve_ivp(rhs, (a, b), y, method="DOP853", rtol=1e-12, atol=1e-12).y[:, -1]
+    spans = []
+    for name in ("BDF", "Radau"):
+        scipy_class = getattr(scipy.integrate, name)
+
+        class Recording(scipy_class):
+            def __init__(self, fun, t0, y0, t_bound, **options):
+                spans.append((t0, t_bound))
+                super().__init__(fun, t0, y0, t_bound, **options)
+
+        monkeypatch.setattr(scipy.integrate, name, Recording)
+    for method in (BDF(rtol=1e-10, atol=1e-12), Radau(rtol=1e-10, atol=1e-12)):
+        spans.clear()
+        traj = sr.simulate(double, Q0, Z, 0.3, 0.1, law, method=method)
+        assert spans == [(0.0, switch), (switch, pytest.approx(0.3))], spans
+        np.testing.assert_allclose(_state(traj, 3), y, atol=1e-7)
+        np.testing.assert_allclose(traj.u, [Z, Z, torque, torque])  # t = 0, 0.1 | 0.2, 0.3
 
 
 def test_adaptive_callbacks_have_no_host_callback_and_still_raise(double):

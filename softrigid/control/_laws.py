@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .._controller import Controller
+from .._controller import Controller, concrete_times, held_switch_times
 from .._dynamics import DynamicsTerms, _nu
 from .._model import Robot
 from .._module import is_concrete, module, static
@@ -264,3 +264,7 @@ class Phases(Controller):
         index = jnp.searchsorted(self.times, t, side="right")
         branches = [lambda c=c: c(t, q, qd, terms).astype(q.dtype) for c in self.controllers]
         return jax.lax.switch(index, branches)
+
+    def switch_times(self) -> tuple[float, ...]:
+        """Its switching times and those of its controllers."""
+        return tuple(sorted({*concrete_times(self.times), *held_switch_times(self)}))

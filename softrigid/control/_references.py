@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .._controller import concrete_times, held_switch_times
 from .._module import is_concrete, module, static
 
 __all__ = ["Blend", "Constant", "CubicRestToRest", "Reference", "Spline"]
@@ -23,6 +24,11 @@ class Reference(abc.ABC):
     @abc.abstractmethod
     def __call__(self, t: Array) -> tuple[Array, Array, Array]:
         """Position, velocity and acceleration at time `t`."""
+
+    def switch_times(self) -> tuple[float, ...]:
+        """The times at which `r̈` may jump (see `Controller.switch_times`): by default those of
+        the references this one holds."""
+        return held_switch_times(self)
 
 
 def _vector(name: str, value: Any) -> Array:
@@ -93,6 +99,10 @@ class CubicRestToRest(Reference):
         sd = jnp.where(inside, 6.0 * tau * (1.0 - tau) / period, 0.0)
         sdd = jnp.where(inside, (6.0 - 12.0 * tau) / period**2, 0.0)
         return self.start + s * delta, sd * delta, sdd * delta
+
+    def switch_times(self) -> tuple[float, ...]:
+        """`t0` and `t1`, where `r̈` jumps between zero and `±6 (r₁ − r₀)/T²`."""
+        return concrete_times(jnp.stack([self.t0, self.t1]))
 
 
 @module

@@ -101,13 +101,24 @@ class Adaptive:
         args = (robot, loads, policy, law, solver)
         y0 = np.concatenate([np.asarray(q0), np.asarray(qd0)])
 
-        def typed(t: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-            # scipy passes `t` as a Python or a NumPy float: one dtype, one compilation
-            return np.asarray(t, y0.dtype), np.asarray(y, y0.dtype)
+        def span(a: float, b: float) -> tuple[Callable[..., Any], Callable[..., Any]]:
+            """`ẏ` and its Jacobian on `[a, b]` with the law's values inside the span: `t`
+            held within one rounding step inside its ends (at a switch time the law takes
+            the next span's value)."""
+            lo, hi = np.nextafter(a, np.inf), np.nextafter(b, -np.inf)
 
-        def jac(t: Any, y: Any) -> np.ndarray:
-            fn = _radau_jacobian if self.jacobian == "exact" else _closed_loop_jacobian
-            return np.asarray(_checked(fn, *args, *typed(t, y)))
+            def typed(t: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+                # scipy passes `t` as a Python or a NumPy float: one dtype, one compilation
+                return np.asarray(np.clip(t, lo, hi), y0.dtype), np.asarray(y, y0.dtype)
+
+            def rhs(t: Any, y: Any) -> np.ndarray:
+                return np.asarray(_checked(_radau_rhs, *args, *typed(t, y))[0])
+
+            def jac(t: Any, y: Any) -> np.ndarray:
+                fn = _radau_jacobian if self.jacobian == "exact" else _closed_loop_jacobian
+                return np.asarray(_checked(fn, *args, *typed(t, y)))
+
+            return rhs, jac
 
         t0, t1 = float(times[0]), float(times[-1])
         # restart at the controller's jumps in time: one stepper per smooth span
@@ -115,8 +126,9 @@ class Adaptive:
         ts, pieces, y, jacobians = [t0], [], y0, 0
         start, mark, last = time.perf_counter(), t0, time.perf_counter()
         for a, b in itertools.pairwise([t0, *cuts, t1]):
+            rhs, jac = span(a, b)
             stepper = getattr(scipy.integrate, self.scipy_method)(
-                lambda t, x: np.asarray(_checked(_radau_rhs, *args, *typed(t, x))[0]),
+                rhs,
                 a,
                 y,
                 b,

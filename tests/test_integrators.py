@@ -381,10 +381,20 @@ def test_adaptive_methods_restart_at_the_controllers_switch_times(double, monkey
                 super().__init__(fun, t0, y0, t_bound, **options)
 
         monkeypatch.setattr(scipy.integrate, name, Recording)
+    # ẏ is never evaluated at the switch itself: each span sees its own law up to its ends
+    rhs, times = softrigid._radau._radau_rhs, []
+
+    def recording_rhs(*args):
+        times.append(float(args[-2]))
+        return rhs(*args)
+
+    monkeypatch.setattr(softrigid._radau, "_radau_rhs", recording_rhs)
     for method in (BDF(rtol=1e-10, atol=1e-12), Radau(rtol=1e-10, atol=1e-12)):
         spans.clear()
+        times.clear()
         traj = sr.simulate(double, Q0, Z, 0.3, 0.1, law, method=method)
         assert spans == [(0.0, switch), (switch, pytest.approx(0.3))], spans
+        assert switch not in times and min(abs(np.asarray(times) - switch)) < 1e-15
         np.testing.assert_allclose(_state(traj, 3), y, atol=1e-7)
         np.testing.assert_allclose(traj.u, [Z, Z, torque, torque])  # t = 0, 0.1 | 0.2, 0.3
 

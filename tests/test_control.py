@@ -356,6 +356,27 @@ def test_pfbl_derivatives_are_finite_and_exact(robot):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-14 * np.max(np.abs(b)))
 
 
+def test_actuation_coordinates_of_chosen_inputs(robot):
+    # the entries of the chosen inputs only, in their order, also where one actuator drives
+    # several inputs (a spherical joint's motor: inputs 0..2)
+    q = jnp.array([0.4, 0.7])
+    full = control.actuation_coordinates(robot, q)
+    for inputs in ([1], [1, 0], [0]):
+        np.testing.assert_array_equal(
+            control.actuation_coordinates(robot, q, inputs), full[np.asarray(inputs)]
+        )
+    body = sr.RigidBody(1.0, (0.0, 0.0, 0.1), 0.01 * np.eye(3), distal=(np.eye(3), (0, 0, 0.2)))
+    links = [sr.Link(joints.Spherical(), body), sr.Link(joints.Revolute((1.0, 0, 0)), body)]
+    chain = sr.Robot(links, actuators=[JointMotor(0), JointMotor(1)])
+    q4 = jnp.array([0.1, 0.2, 0.3, 0.4])
+    np.testing.assert_array_equal(control.actuation_coordinates(chain, q4), q4)
+    np.testing.assert_array_equal(
+        control.actuation_coordinates(chain, q4, [3, 1]), q4[np.array([3, 1])]
+    )
+    with pytest.raises(ValueError, match="inputs \\(4,\\) out of range for n_u = 4"):
+        control.actuation_coordinates(chain, q4, [4])
+
+
 def test_gains_are_traced_no_recompilation_and_vmap():
     tm = fake_terms(2, 2, seed=4)
     q, qd = jnp.array([0.1, 0.2]), jnp.array([0.3, -0.4])

@@ -10,6 +10,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from .._controller import Controller
@@ -23,15 +24,23 @@ from ._references import Reference, _reference
 __all__ = ["CollocatedPFBL", "actuation_coordinates"]
 
 
-def actuation_coordinates(robot: Robot, q: Array) -> Array:
+def actuation_coordinates(robot: Robot, q: Array, inputs: Sequence[int] | None = None) -> Array:
     """The actuation coordinates `y(q)` `(n_u,)` with `(∂y/∂q)ᵀ = A(q)`, one per input in the
     order of `robot.actuators`: a `JointMotor`'s joint coordinates, a `Tendon`'s negative
     length `−l(q)` (since `A = −(∂l/∂q)ᵀ`: pulling shortens it, `y` grows), a
-    `PressureChamber`'s volume `V_c(q)`. Without actuators, `y = q`."""
+    `PressureChamber`'s volume `V_c(q)`. Without actuators, `y = q`. With `inputs`, only
+    those entries, in that order; the others are not computed."""
     if not robot.actuators:
-        return q
+        return q if inputs is None else _entries(q, inputs, robot.n_q)
+    sizes = [act.n_inputs(robot) for act in robot.actuators]
+    offsets = np.cumsum([0, *sizes])
+    if inputs is None:
+        needed = range(len(sizes))
+    else:
+        _entries(q, inputs, int(offsets[-1]))  # checks the range
+        needed = sorted({int(np.searchsorted(offsets, i, side="right")) - 1 for i in inputs})
     parts = []
-    for kind, group in itertools.groupby(robot.actuators, type):
+    for kind, group in itertools.groupby((robot.actuators[k] for k in needed), type):
         group = list(group)
         if issubclass(kind, Tendon):
             # consecutive tendons together: their guides are mapped once per body
@@ -48,7 +57,25 @@ def actuation_coordinates(robot: Robot, q: Array) -> Array:
                     f"actuation_coordinates: no actuation coordinate known for a "
                     f"{type(act).__name__}; pass output=y(robot, q) to CollocatedPFBL"
                 )
-    return jnp.concatenate(parts)
+    y = jnp.concatenate(parts)
+    if inputs is None:
+        return y
+    # input i is entry i − offsets[k] of actuator k's block in `y`
+    start = np.cumsum([0, *(sizes[k] for k in needed)])
+    where = {
+        int(offsets[k]) + j: int(start[n]) + j
+        for n, k in enumerate(needed)
+        for j in range(sizes[k])
+    }
+    return y[np.asarray([where[int(i)] for i in inputs], dtype=int)]
+
+
+def _entries(x: Array, idx: Sequence[int], size: int) -> Array:
+    """`x[idx]`, with a clear error for an index outside `[0, size)`."""
+    idx = tuple(int(i) for i in idx)
+    if any(not 0 <= i < size for i in idx):
+        raise ValueError(f"actuation_coordinates: inputs {idx} out of range for n_u = {size}")
+    return x[np.asarray(idx, dtype=int)]
 
 
 @jax.custom_jvp
@@ -156,6 +183,8 @@ class CollocatedPFBL(Controller):
         n, m = a.shape
 
         def output(x: Array) -> Array:
+            if self.output is actuation_coordinates:  # the driven inputs' coordinates only
+                return actuation_coordinates(self.robot, x, self.inputs)
             y = self.output(self.robot, x)
             if y.shape != (n_u,):
                 raise ValueError(f"{where}: output(robot, q) must return ({n_u},), got {y.shape}")

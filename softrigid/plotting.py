@@ -6,10 +6,12 @@ when called and write image files.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -45,7 +47,17 @@ def backbones(robot: Robot, q: Array, n: int = 16) -> list[Array]:
     coordinate of its volume's pivot; a rigid body is drawn from its proximal origin through its
     centre of mass to its distal origin.
     """
-    (q,) = check_states(check_robot(robot), q=q)
+    robot = check_robot(robot)
+    (q,) = check_states(robot, q=q)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 2:
+        raise ValueError(f"backbones: n must be an integer >= 2, got {n!r}")
+    return _backbones(robot, q, n)
+
+
+@functools.partial(jax.jit, static_argnames="n")
+def _backbones(robot: Robot, q: Array, n: int) -> list[Array]:
+    """`backbones`' polylines, compiled once per robot structure and `n` (a figure of many
+    snapshots calls it once per snapshot)."""
     rots, transs = proximal_poses(robot, q)
     lines = []
     for i, link in enumerate(robot.links):
@@ -53,7 +65,7 @@ def backbones(robot: Robot, q: Array, n: int = 16) -> list[Array]:
         qb = q[robot.body_slice(i)]
         if isinstance(body, SoftBody) and body.volume.pivot is not None:
             x3 = jnp.linspace(0.0, body.volume.pivot[2], n)
-            axis = jnp.stack([jnp.zeros(n), jnp.zeros(n), x3], -1)
+            axis = jnp.stack([jnp.zeros(n), jnp.zeros(n), x3], -1).astype(q.dtype)
             pts = body.map_points(qb, axis)
         else:
             _, tb = body.distal_pose(qb)

@@ -1,0 +1,46 @@
+"""`softrigid.plotting.backbones`: the polylines of a rigid and a soft body against the chain's
+frames, one compilation per robot structure, and bad input."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import softrigid as sr
+from softrigid import joints, kinematics, materials, plotting, quadrature
+
+
+def test_backbones_follow_the_frames():
+    rigid = sr.RigidBody(2.0, (0.05, 0.0, 0.1), 0.01 * np.eye(3), distal=(np.eye(3), (0, 0, 0.2)))
+    soft = sr.SoftBody(
+        kinematics.PlanarConstantCurvature(0.3),
+        quadrature.cylinder(0.02, 0.3, 2, 1, 3),
+        1000.0,
+        material=materials.CosseratRod(1e5, 4e4),
+    )
+    robot = sr.Robot(
+        [sr.Link(joints.Revolute((0.0, 1.0, 0.0)), rigid), sr.Link(joints.Fixed(), soft)]
+    )
+    before = plotting._backbones._cache_size()
+    for q in (jnp.array([0.4, 0.7]), jnp.array([-0.2, 0.0])):
+        lines = plotting.backbones(robot, q, n=5)
+        trans = np.asarray(sr.forward_kinematics(robot, q)[1])
+        # rigid: proximal origin (the base), centre of mass, distal origin
+        np.testing.assert_allclose(lines[0][0], 0.0, atol=1e-15)
+        np.testing.assert_allclose(lines[0][1], _com(q), atol=1e-15)
+        np.testing.assert_allclose(lines[0][2], trans[0], atol=1e-15)
+        # soft: n points from the body's proximal frame (link 0's distal) to its tip
+        assert lines[1].shape == (5, 3)
+        np.testing.assert_allclose(lines[1][0], trans[0], atol=1e-15)
+        np.testing.assert_allclose(lines[1][-1], trans[1], atol=1e-14)
+    assert plotting._backbones._cache_size() == before + 1  # one program for both states
+    with pytest.raises(ValueError, match="backbones: n must be an integer >= 2"):
+        plotting.backbones(robot, jnp.zeros(2), n=1)
+
+
+def _com(q):
+    """The rigid link's centre of mass in the world: `R(q0) c` about the revolute joint."""
+    c, s = np.cos(float(q[0])), np.sin(float(q[0]))
+    rot = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    return rot @ np.array([0.05, 0.0, 0.1])

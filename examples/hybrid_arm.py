@@ -39,17 +39,20 @@ the arm's PD stay on after their phases (holding their targets), and the PFBL tr
 inputs as known forces (`bias − A_o u_o`), so `ë + K_D ė + K_P e = 0` holds for the UR in every
 phase.
 
-Integrator, chosen by measurement: the gripper is stiff. Linearized at rest its source mode has
-damping/mass ≈ 5e7 1/s (Kelvin–Voigt of a 44 MPa shear modulus on a 40 g body), so RK4 would
-need steps below 6e-8 s; generalized-α (ρ∞ = 0.5, Newton with the exact iteration matrix of
-the plant, kept while it contracts) runs at `DT` = 2.5 ms. At 5 ms its Newton iteration stalls
-at t = 4.74 s, during the swing-up, even with 60 iterations (measured). Our explanation, not
-verified: the iteration matrix leaves out the controllers' feedback, and the PFBL's torques
-carry the gripper's stiff forces (`h̄_y = h_y − M_yz M_zz⁻¹ h_z`). The first call is dominated by tracing and
-compiling that program (README, "Seed 003, Simulation 2"). The persistent compilation cache
-(`sr.enable_compilation_cache`) stores the eager calls' programs, not the simulation program,
-which carries the progress report (JAX caches no program with host callbacks), and it cannot
-save the tracing.
+Integrator, chosen by measurement: scipy's BDF with error control (`integrators.BDF`,
+`rtol` 1e-6, `atol` 1e-8 on `(q, q̇)`; `--dt` is the output grid) and the closed loop's
+forward-mode Jacobian (`jacobian="autodiff"`: the PFBL cancels the model's dynamics, so the
+Jacobian must see the law's dependence on `M`, the bias and `A`). The gripper is stiff:
+linearized at rest its source mode has damping/mass ≈ 5e7 1/s (Kelvin–Voigt of a 44 MPa shear
+modulus on a 40 g body), so RK4 would need steps below 6e-8 s; BDF's implicit steps follow
+the slow motion instead (about 830 steps and 40 Jacobians for the 6 s) and restart at the
+phase switches, where the law jumps (`Controller.switch_times`). Scipy's differenced Jacobian
+stalls it (1,245 Jacobians by t = 0.41 s, measured). Generalized-α at 2.5 ms, the earlier
+choice, gave the same phase errors to their digits but compiles one program holding the
+whole Newton iteration (about 9 minutes, mostly tracing) where BDF's two small programs, `ẏ`
+and its Jacobian, take about 2 minutes; the persistent compilation cache
+(`sr.enable_compilation_cache`) stores them, so a later run starts in about a minute (README,
+"Seed 003, Simulation 2").
 
 Writes to `--out` (default `out/hybrid_arm`): `coordinates.png`, `inputs.png`,
 `snapshots.png`, `robot.pvd` (+ `robot/`: the whole robot for ParaView) and `summary.json`.
@@ -75,7 +78,7 @@ import softrigid as sr  # noqa: E402
 import softrigid.io  # noqa: E402
 from softrigid import control, joints, kinematics, materials, meshing, quadrature  # noqa: E402
 from softrigid.actuators import JointMotor, PressureChamber, Tendon  # noqa: E402
-from softrigid.integrators import GeneralizedAlpha  # noqa: E402
+from softrigid.integrators import BDF  # noqa: E402
 from softrigid.kinematics import lvp  # noqa: E402
 
 MESHES = Path(__file__).resolve().parents[1] / "meshes"
@@ -112,7 +115,7 @@ ARM_KP, ARM_KD = (0.5, 0.5, 2000.0), (0.1, 0.1, 0.0)  # N m/rad, N/m; N m s/rad,
 PRESSURE = 2e6  # Pa
 SCHEDULE = (3.0, 5.0)  # end of phase i, end of phase ii [s]
 DT = 2.5e-3
-METHOD = GeneralizedAlpha(rho_inf=0.5, max_iter=60)  # one instance: simulate keys its program on it
+METHOD = BDF(rtol=1e-6, atol=1e-8, jacobian="autodiff")  # module docstring
 FLANGE, ARM_TIP, GRIPPER_TIP = 5, 6, 7  # links whose distal frames are traced
 
 
@@ -392,7 +395,7 @@ def run(
     summary = {
         "sim_s": float(traj.t[-1]),
         "dt": dt,
-        "method": f"generalized_alpha(rho_inf={METHOD.rho_inf})",
+        "method": f"bdf(rtol={METHOD.rtol:g}, atol={METHOD.atol:g}, jacobian={METHOD.jacobian})",
         "first_call_s": first,
         "compiled_s": compiled,
         "wall_s": time.perf_counter() - start,
@@ -422,7 +425,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--t-final", type=float, default=6.0, help="simulated time [s]")
     parser.add_argument("--out", type=Path, default=Path("out/hybrid_arm"))
-    parser.add_argument("--dt", type=float, default=DT, help="step [s]")
+    parser.add_argument("--dt", type=float, default=DT, help="output grid [s]")
     parser.add_argument("--repeat", action="store_true", help="time a second, compiled run")
     args = parser.parse_args()
     run(args.t_final, args.out, args.dt, repeat=args.repeat)

@@ -45,13 +45,13 @@ forward-mode Jacobian (`jacobian="autodiff"`: the PFBL cancels the model's dynam
 Jacobian must see the law's dependence on `M`, the bias and `A`). The gripper is stiff:
 linearized at rest its source mode has damping/mass ≈ 5e7 1/s (Kelvin–Voigt of a 44 MPa shear
 modulus on a 40 g body), so RK4 would need steps below 6e-8 s; BDF's implicit steps follow
-the slow motion instead (about 830 steps and 40 Jacobians for the 6 s) and restart at the
+the slow motion instead (732 steps and 26 Jacobians for the 6 s) and restart at the
 phase switches, where the law jumps (`Controller.switch_times`). Scipy's differenced Jacobian
 stalls it (1,245 Jacobians by t = 0.41 s, measured). Generalized-α at 2.5 ms, the earlier
 choice, gave the same phase errors to their digits but compiles one program holding the
 whole Newton iteration (about 9 minutes, mostly tracing) where BDF's two small programs, `ẏ`
-and its Jacobian, take about 2 minutes; the persistent compilation cache
-(`sr.enable_compilation_cache`) stores them, so a later run starts in about a minute (README,
+and its Jacobian, take about 2 minutes (130 s); the persistent compilation cache
+(`sr.enable_compilation_cache`) stores them, so a later run starts in about 45 s (README,
 "Seed 003, Simulation 2").
 
 Writes to `--out` (default `out/hybrid_arm`): `coordinates.png`, `inputs.png`,

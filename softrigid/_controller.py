@@ -20,7 +20,7 @@ from jax import Array
 if TYPE_CHECKING:
     from ._dynamics import DynamicsTerms
 
-__all__ = ["Controller", "held_switch_times"]
+__all__ = ["Controller", "concrete_times", "held_switch_times"]
 
 
 def held_switch_times(obj: Any) -> tuple[float, ...]:

@@ -53,8 +53,9 @@ class Adaptive:
     the accuracy. The integration restarts at the controller's jumps in time
     (`Controller.switch_times`: a `Phases`' switching times, a `CubicRestToRest`'s ends): a
     step across a jump of `ẏ` leaves error control to find it, which costs many rejected
-    steps and, at tight tolerances, fails (Simulation 2's 2 MPa pressure step at `rtol` 1e-8,
-    measured). Differences need no second program (on the seed's helicoid robot the
+    steps and, at tight tolerances, fails. Each span runs in its own time `τ = t − a`: the
+    stiff layer a jump sets off may need first steps below the rounding of `t` itself (scipy
+    refuses steps under ten roundings of `t`: 9e-15 s at t = 5 s), which in `τ` are fine. Differences need no second program (on the seed's helicoid robot the
     others compile for about 6 minutes against 1.5 for `ẏ`'s), but on a stiff, badly scaled
     closed loop they can be wrong enough to stall the steps: on that robot under PFBL, columns
     off by up to 37 % gave the differenced Jacobian eigenvalues of +120 1/s where the
@@ -102,14 +103,14 @@ class Adaptive:
         y0 = np.concatenate([np.asarray(q0), np.asarray(qd0)])
 
         def span(a: float, b: float) -> tuple[Callable[..., Any], Callable[..., Any]]:
-            """`ẏ` and its Jacobian on `[a, b]` with the law's values inside the span: `t`
-            held within one rounding step inside its ends (at a switch time the law takes
-            the next span's value)."""
+            """`ẏ` and its Jacobian on `[a, b]` in the span's own time `τ = t − a`, with the
+            law's values inside the span: `t` held within one rounding step inside its ends
+            (at a switch time the law takes the next span's value)."""
             lo, hi = np.nextafter(a, np.inf), np.nextafter(b, -np.inf)
 
-            def typed(t: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-                # scipy passes `t` as a Python or a NumPy float: one dtype, one compilation
-                return np.asarray(np.clip(t, lo, hi), y0.dtype), np.asarray(y, y0.dtype)
+            def typed(tau: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+                # scipy passes `τ` as a Python or a NumPy float: one dtype, one compilation
+                return np.asarray(np.clip(a + tau, lo, hi), y0.dtype), np.asarray(y, y0.dtype)
 
             def rhs(t: Any, y: Any) -> np.ndarray:
                 return np.asarray(_checked(_radau_rhs, *args, *typed(t, y))[0])
@@ -123,45 +124,57 @@ class Adaptive:
         t0, t1 = float(times[0]), float(times[-1])
         # restart at the controller's jumps in time: one stepper per smooth span
         cuts = [t for t in (policy.switch_times() if policy is not None else ()) if t0 < t < t1]
-        ts, pieces, y, jacobians = [t0], [], y0, 0
+        spans, y, steps, jacobians = [], y0, 0, 0
         start, mark, last = time.perf_counter(), t0, time.perf_counter()
         for a, b in itertools.pairwise([t0, *cuts, t1]):
             rhs, jac = span(a, b)
+            # in the span's own time: a stiff mode set off by a jump late in the run wants
+            # steps far below the rounding of `t` there (1e-13 s at t = 5 s, where `t + h`
+            # rounds by ~1 %: scipy's predictor and corrector then disagree and it gives up)
             stepper = getattr(scipy.integrate, self.scipy_method)(
                 rhs,
-                a,
+                0.0,
                 y,
-                b,
+                b - a,
                 jac=None if self.jacobian == "finite_differences" else jac,
                 rtol=self.rtol,
                 atol=self.atol,
             )
+            taus, pieces = [0.0], []
             while stepper.status == "running":
                 stepper.step()
+                t = b if stepper.status == "finished" else a + stepper.t
                 if stepper.status == "failed" or not np.isfinite(stepper.y).all():
                     raise ValueError(
-                        f"simulate: method {self.name!r} failed at t = {stepper.t:.6g} s: "
+                        f"simulate: method {self.name!r} failed at t = {t:.6g} s: "
                         "the step size became too small or the state non-finite"
                     )
-                ts.append(stepper.t)
+                taus.append(stepper.t)
                 pieces.append(stepper.dense_output())
+                steps += 1
                 now = time.perf_counter()
                 done = stepper.status != "running" and b == t1
-                if progress and (stepper.t >= mark or now - last > _QUIET or done):
-                    if stepper.t >= mark:
-                        mark = stepper.t + (t1 - t0) / _REPORTS
+                if progress and (t >= mark or now - last > _QUIET or done):
+                    if t >= mark:
+                        mark = t + (t1 - t0) / _REPORTS
                     last = now
                     wall = max(now - start, 1e-12)
                     print(
-                        f"simulate: t = {stepper.t:.4g} / {t1:.4g} s, wall {wall:.3g} s, "
-                        f"real-time factor {(stepper.t - t0) / wall:.3g}, "
-                        f"{len(ts) - 1} steps, {jacobians + stepper.njev} Jacobians",
+                        f"simulate: t = {t:.4g} / {t1:.4g} s, wall {wall:.3g} s, "
+                        f"real-time factor {(t - t0) / wall:.3g}, "
+                        f"{steps} steps, {jacobians + stepper.njev} Jacobians",
                         flush=True,
                     )
             y, jacobians = stepper.y, jacobians + stepper.njev
-        y = scipy.integrate.OdeSolution(ts, pieces)(times)
-        y[:, 0] = y0  # the dense output at the start is `y0` to rounding
-        return y[:n].T, y[n:].T
+            spans.append((a, b, scipy.integrate.OdeSolution(taus, pieces)))
+        # each grid time from its span's dense output, in the span's time (a switch time from
+        # the later span: the state is continuous there)
+        out = np.empty((2 * n, len(times)), y0.dtype)
+        for a, b, solution in spans:
+            inside = (times >= a) & (times <= b)
+            out[:, inside] = solution(times[inside] - a)
+        out[:, 0] = y0  # the dense output at the start is `y0` to rounding
+        return out[:n].T, out[n:].T
 
 
 @module

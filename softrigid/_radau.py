@@ -55,7 +55,8 @@ class Adaptive:
     step across a jump of `ẏ` leaves error control to find it, which costs many rejected
     steps and, at tight tolerances, fails. Each span runs in its own time `τ = t − a`: the
     stiff layer a jump sets off may need first steps below the rounding of `t` itself (scipy
-    refuses steps under ten roundings of `t`: 9e-15 s at t = 5 s), which in `τ` are fine. Differences need no second program (on the seed's helicoid robot the
+    refuses steps under ten roundings of `t`: 9e-15 s at t = 5 s), which in `τ` are fine.
+    Differences need no second program (on the seed's helicoid robot the
     others compile for about 6 minutes against 1.5 for `ẏ`'s), but on a stiff, badly scaled
     closed loop they can be wrong enough to stall the steps: on that robot under PFBL, columns
     off by up to 37 % gave the differenced Jacobian eigenvalues of +120 1/s where the
@@ -128,9 +129,7 @@ class Adaptive:
         start, mark, last = time.perf_counter(), t0, time.perf_counter()
         for a, b in itertools.pairwise([t0, *cuts, t1]):
             rhs, jac = span(a, b)
-            # in the span's own time: a stiff mode set off by a jump late in the run wants
-            # steps far below the rounding of `t` there (1e-13 s at t = 5 s, where `t + h`
-            # rounds by ~1 %: scipy's predictor and corrector then disagree and it gives up)
+            # in the span's own time (see the class docstring: scipy's floor on the step)
             stepper = getattr(scipy.integrate, self.scipy_method)(
                 rhs,
                 0.0,

@@ -31,16 +31,15 @@ def actuation_coordinates(robot: Robot, q: Array, inputs: Sequence[int] | None =
     `PressureChamber`'s volume `V_c(q)`. Without actuators, `y = q`. With `inputs`, only
     those entries, in that order; the others are not computed."""
     if not robot.actuators:
-        return q if inputs is None else _entries(q, inputs, robot.n_q)
-    sizes = [act.n_inputs(robot) for act in robot.actuators]
-    offsets = np.cumsum([0, *sizes])
+        return q if inputs is None else q[_input_indices(inputs, robot.n_q)]
+    offsets = np.cumsum([0, *(act.n_inputs(robot) for act in robot.actuators)])
     if inputs is None:
-        needed = range(len(sizes))
+        needed = range(len(robot.actuators))
     else:
-        _entries(q, inputs, int(offsets[-1]))  # checks the range
-        needed = sorted({int(np.searchsorted(offsets, i, side="right")) - 1 for i in inputs})
+        idx = _input_indices(inputs, int(offsets[-1]))
+        needed = np.unique(np.searchsorted(offsets, idx, side="right") - 1)  # their actuators
     parts = []
-    for kind, group in itertools.groupby((robot.actuators[k] for k in needed), type):
+    for kind, group in itertools.groupby((robot.actuators[int(k)] for k in needed), type):
         group = list(group)
         if issubclass(kind, Tendon):
             # consecutive tendons together: their guides are mapped once per body
@@ -60,22 +59,17 @@ def actuation_coordinates(robot: Robot, q: Array, inputs: Sequence[int] | None =
     y = jnp.concatenate(parts)
     if inputs is None:
         return y
-    # input i is entry i − offsets[k] of actuator k's block in `y`
-    start = np.cumsum([0, *(sizes[k] for k in needed)])
-    where = {
-        int(offsets[k]) + j: int(start[n]) + j
-        for n, k in enumerate(needed)
-        for j in range(sizes[k])
-    }
-    return y[np.asarray([where[int(i)] for i in inputs], dtype=int)]
+    # `y` holds the inputs `covered` (ascending); input i is its entry at i's rank there
+    covered = np.concatenate([np.arange(offsets[k], offsets[k + 1]) for k in needed])
+    return y[np.searchsorted(covered, idx)]
 
 
-def _entries(x: Array, idx: Sequence[int], size: int) -> Array:
-    """`x[idx]`, with a clear error for an index outside `[0, size)`."""
-    idx = tuple(int(i) for i in idx)
+def _input_indices(inputs: Sequence[int], size: int) -> np.ndarray:
+    """`inputs` as an index array, with a clear error for one outside `[0, size)`."""
+    idx = tuple(int(i) for i in inputs)
     if any(not 0 <= i < size for i in idx):
         raise ValueError(f"actuation_coordinates: inputs {idx} out of range for n_u = {size}")
-    return x[np.asarray(idx, dtype=int)]
+    return np.asarray(idx, dtype=int)
 
 
 @jax.custom_jvp

@@ -116,9 +116,13 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 
 
 def states(scales: Scales, count: int, seed: int = 0) -> tuple[jax.Array, ...]:
-    """`count` distinct seeded states `(q, q̇, q̈ or τ)`, uniform in ±scale."""
-    rng = np.random.default_rng(seed)
-    return tuple(jnp.asarray(s * rng.uniform(-1.0, 1.0, (count, s.size))) for s in scales)
+    """`count` distinct seeded states `(q, q̇, q̈ or τ)`, uniform in ±scale; each array from its
+    own generator, so that the first states are the same whatever `count` (the float32 run
+    compares its outputs at the float64 run's states, whatever batches either ran)."""
+    return tuple(
+        jnp.asarray(s * np.random.default_rng([seed, k]).uniform(-1.0, 1.0, (count, s.size)))
+        for k, s in enumerate(scales)
+    )
 
 
 def program(robot: sr.Robot, fn: Callable[..., Any], batch: int, whole: int) -> Any:

@@ -4,9 +4,11 @@
 # compiles) its programs while the others do, and their timing phases take turns on the GPU
 # (`--lock`). JSON lines in DIR/gpu.jsonl, everything else the processes printed in DIR/log.txt.
 #
-# Run: bash benchmarks/gpu_all.sh DIR [SECONDS]
+# Run: bash benchmarks/gpu_all.sh DIR [SECONDS [PRECISION]]
+# (PRECISION: JAX's precision of float32 matrix products, `default` or `highest`)
 set -u
-out=${1:?usage: gpu_all.sh DIR [SECONDS]}
+out=${1:?usage: gpu_all.sh DIR [SECONDS [PRECISION]]}
+precision=${3:-default}
 end=$(($(date +%s) + ${2:-450}))
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
@@ -23,8 +25,8 @@ robot() { # name, float64 options, float32 options ("-" for none)
     [ "$f32" = "-" ] || [ "$(left)" -lt 30 ] && return
     # shellcheck disable=SC2086
     python3 "$here/gpu.py" --dtype float32 --robots "$name" --lock "$work/gpu.lock" \
-        --compare "$work/$name.npz" --budget "$(left)" --batches 1 1024 65536 $f32 \
-        >"$work/$name.32" 2>&1
+        --compare "$work/$name.npz" --matmul-precision "$precision" --budget "$(left)" \
+        --batches 1 1024 65536 $f32 >"$work/$name.32" 2>&1
 }
 
 fd="forward_dynamics_cholesky forward_dynamics_articulated"

@@ -1,6 +1,6 @@
 """The run-time check without a host callback (`softrigid._fault.fault_if`): it raises its message
 under `jit`, `vmap` and inside loops, passes derivatives through unchanged, and leaves no host
-callback in a public function's program."""
+callback in a public function's program on CPU (other platforms fail through equinox's)."""
 
 import jax
 import jax.numpy as jnp
@@ -82,15 +82,20 @@ def test_a_public_program_holds_the_fault_call_and_no_host_callback():
     body = sr.RigidBody(1.0, (0.0, 0.0, -0.2), 1e-3 * jnp.eye(3))
     robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), body)], gravity=(0, 0, -9.81))
     program = jax.jit(lambda q, qd: sr.forward_dynamics(robot, q, qd, jnp.zeros(1)))
-    text = program.lower(jnp.zeros(1), jnp.zeros(1)).as_text()
-    assert TARGET in text and "callback" not in text
+    if jax.default_backend() == "cpu":  # other platforms fail through equinox's host callback
+        text = program.lower(jnp.zeros(1), jnp.zeros(1)).as_text()
+        assert TARGET in text and "callback" not in text
     with pytest.raises(RUNTIME_ERRORS, match="non-finite value"):
         jax.block_until_ready(program(jnp.zeros(1), jnp.array([jnp.inf])))
 
 
 @pytest.mark.parametrize("failure", [_fault.ffi_failure, _fault.equinox_failure])
 def test_each_platform_failure_raises_the_chosen_message(failure):
-    # the CPU failure runs on CPU; the other platforms' one (equinox) is run here on CPU too
+    # the CPU failure runs on CPU only (its FFI handler is registered there); the other
+    # platforms' one (equinox) runs anywhere
+    if failure is _fault.ffi_failure and jax.default_backend() != "cpu":
+        pytest.skip("the FFI failure is registered for CPU only")
+
     def program(x):
         leaves = jax.lax.cond(
             x[0] < 0, lambda v: failure(v, jnp.int32(1), MESSAGES), lambda v: v, [x]

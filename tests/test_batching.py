@@ -45,6 +45,10 @@ def _while_loops(fn, *args) -> int:
     return jax.jit(fn).lower(*args).as_text().count("stablehlo.while")
 
 
+# batches are chunked on XLA:CPU only (a GPU runs the whole batch as one vectorized call)
+CHUNK_LOOPS = 1 if jax.default_backend() == "cpu" else 0
+
+
 def test_chunked_vmap_equals_single_calls(robot, states):
     q, qd, x = states
 
@@ -56,7 +60,7 @@ def test_chunked_vmap_equals_single_calls(robot, states):
         assert _rel(nu[k], sr.inverse_dynamics(robot, q[k], qd[k], x[k])) < 1e-14
     # the chunked program has one loop more (the scan over the chunks) than the batch of 3
     loops = _while_loops(jax.vmap(inverse), q, qd, x)
-    assert loops == _while_loops(jax.vmap(inverse), q[:3], qd[:3], x[:3]) + 1
+    assert loops == _while_loops(jax.vmap(inverse), q[:3], qd[:3], x[:3]) + CHUNK_LOOPS
 
 
 def test_reverse_mode_through_a_chunked_vmap(robot, states):
@@ -112,4 +116,5 @@ def test_chunked_vmap_of_simulate(robot, states):
     assert batched.shape == (BATCH, 5, robot.n_q)
     for k in range(BATCH):
         assert _rel(batched[k], run(q[k], qd[k])) < 1e-13
-    assert _while_loops(jax.vmap(run), q, qd) == _while_loops(jax.vmap(run), q[:3], qd[:3]) + 1
+    loops = _while_loops(jax.vmap(run), q, qd)
+    assert loops == _while_loops(jax.vmap(run), q[:3], qd[:3]) + CHUNK_LOOPS

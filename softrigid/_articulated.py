@@ -44,7 +44,7 @@ from . import _recursion as rec
 from ._body import generalized_inertia
 from ._checks import raise_if
 from ._energy import internal_forces
-from ._entry import PREFIX, describe_coordinate
+from ._entry import NON_FINITE_HINT, PREFIX, describe_coordinate
 from ._loads import external_loads
 from ._math import rmatvec, skew
 from ._model import Robot
@@ -117,7 +117,8 @@ def _inward(n_joint: int, carry: tuple[Array, Array], x: _Links) -> tuple[Any, A
     h = x.inertia.at[:6, :6].add(ia_child)
     beta = x.bias.at[:6].add(pa_child)
     if n == 0:  # a fixed joint and a rigid body: the link moves with its parent
-        ia, pa, outputs = h[:6, :6], beta[:6], (jnp.zeros((0, 6)), jnp.zeros(0), jnp.array(True))
+        empty = (jnp.zeros((0, 6)), jnp.zeros(0), jnp.array(True), jnp.array(True))
+        ia, pa, outputs = h[:6, :6], beta[:6], empty
     else:
         # Ŝ_i = [Φ_i; E_i]
         e = jnp.eye(n_body, n, k=n_joint, dtype=h.dtype)
@@ -129,10 +130,11 @@ def _inward(n_joint: int, carry: tuple[Array, Array], x: _Links) -> tuple[Any, A
         sol, pivots = _spd_solve(d, jnp.concatenate([u_mat.T, u[:, None]], axis=1))
         dinv_ut, dinv_u = sol[:, :6], sol[:, 6]
         ok = jnp.all(jnp.isfinite(pivots) & (pivots > 0))
+        finite = jnp.all(jnp.isfinite(d))
         # I^a = H[:6, :6] − U D⁻¹ Uᵀ,  p^a = β[:6] + U D⁻¹ u
         ia = h[:6, :6] - u_mat @ dinv_ut
         pa = beta[:6] + u_mat @ dinv_u
-        outputs = (dinv_ut, dinv_u, ok)
+        outputs = (dinv_ut, dinv_u, ok, finite)
     # I^A_i = Xᵀ I^a X,  p^A_i = Xᵀ (I^a c + p^a)
     xt = _transform(x.rot, x.trans)
     ia = 0.5 * (ia + ia.T)
@@ -205,21 +207,40 @@ def choose_solver(where: str, robot: Robot, solver: str) -> str:
     return solver
 
 
-def _check(robot: Robot, qdd: Array, ok: Array) -> Array:
-    """`q̈` unchanged, with a run-time check that every `D_i` was positive definite."""
-    msgs = tuple(
-        f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not positive "
-        f"definite ({describe_coordinate(robot, sl.start)} or another coordinate of the link): "
-        "nothing in the model moves with it (e.g. a map through stop_gradient or that ignores "
-        "q, a massless body) or the state is not finite."
-        if sl.stop > sl.start
-        else ""
-        for i, sl in enumerate(robot.q_slices())
+def _check(robot: Robot, qdd: Array, ok: Array, finite: Array) -> Array:
+    """`q̈` unchanged, with a run-time check that every `D_i` was positive definite; a `D_i`
+    that is not finite (the state or the model produced NaN or inf) is reported as such."""
+    slices = robot.q_slices()
+    msgs = (
+        *(
+            f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not positive "
+            f"definite ({describe_coordinate(robot, sl.start)} or another coordinate of the "
+            "link): nothing in the model moves with it (e.g. a map through stop_gradient or "
+            "that ignores q, a massless body)."
+            if sl.stop > sl.start
+            else ""
+            for i, sl in enumerate(slices)
+        ),
+        *(
+            f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not finite "
+            f"({describe_coordinate(robot, sl.start)} or another coordinate of the link).{NON_FINITE_HINT}"
+            if sl.stop > sl.start
+            else ""
+            for i, sl in enumerate(slices)
+        ),
     )
-    # the inward pass runs tip to base and a singular D_i spoils every D_j, j < i: name the
-    # most distal failing link, the cause
-    last = ok.shape[0] - 1 - jnp.argmin(ok[::-1])
-    return raise_if(qdd, ~jnp.all(ok), last, msgs)
+    n = ok.shape[0]
+
+    def index(checked: tuple[Array, Array, Array]) -> Array:
+        """The most distal failing link (the inward pass runs tip to base and a singular or
+        non-finite `D_i` spoils every `D_j`, `j < i`: the distal one is the cause), and whether
+        its `D_i` was finite; computed only when the check fires (from the checked value
+        alone)."""
+        _, ok, finite = checked
+        i = n - 1 - jnp.argmin(ok[::-1])
+        return jnp.where(finite[i], i, n + i)
+
+    return raise_if((qdd, ok, finite), ~jnp.all(ok), index, msgs)[0]
 
 
 def articulated_accelerations(
@@ -237,11 +258,12 @@ def articulated_accelerations(
         step = lambda cr, x, nj=groups[k].n_joint: _inward(nj, cr, x)  # noqa: E731
         carry, solved[k] = jax.lax.scan(step, carry, links[k], reverse=True)
     acc = jnp.concatenate([-robot.gravity.astype(dtype), jnp.zeros(3, dtype)])
-    parts, ok = [], []
-    for lk, (dinv_ut, dinv_u, good) in zip(links, solved):
+    parts, ok, finite = [], [], []
+    for lk, (dinv_ut, dinv_u, good, fin) in zip(links, solved):
         xs = (lk.rot, lk.trans, lk.phi, lk.c, dinv_ut.astype(dtype), dinv_u.astype(dtype))
         acc, qdd = jax.lax.scan(_outward, acc, xs)
         parts.append(qdd.reshape(-1))
         ok.append(good)
+        finite.append(fin)
     qdd = rec.concat(parts)
-    return _check(robot, qdd, rec.concat(ok)) if check else qdd
+    return _check(robot, qdd, rec.concat(ok), rec.concat(finite)) if check else qdd

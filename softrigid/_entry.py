@@ -61,7 +61,7 @@ __all__ = [
 
 # Every runtime message starts with this, so that eager calls can re-raise it cleanly.
 PREFIX = "softrigid: "
-_HINT = (
+NON_FINITE_HINT = (
     " The state, a body's map or its derivatives (e.g. sqrt or norm at 0, a stop_gradient, an "
     "overflow) produced it."
 )
@@ -176,10 +176,10 @@ def check_finite(where: str, robot: Robot, out: Any) -> Any:
     msgs = (
         *(
             f"{PREFIX}{where}: non-finite value (NaN or inf) at coordinate {j} "
-            f"({describe_coordinate(robot, j)}).{_HINT}"
+            f"({describe_coordinate(robot, j)}).{NON_FINITE_HINT}"
             for j in range(n)
         ),
-        f"{PREFIX}{where}: non-finite value (NaN or inf).{_HINT}",
+        f"{PREFIX}{where}: non-finite value (NaN or inf).{NON_FINITE_HINT}",
     )
     bad = ~jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
     # the coordinate is located only when the check fires: the normal path is one reduction
@@ -188,20 +188,40 @@ def check_finite(where: str, robot: Robot, out: Any) -> Any:
 
 def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array) -> Array:
     """The Cholesky factor of `M` unchanged, with a run-time check that `M` was positive
-    definite. A failed factorization is NaN throughout, so the message names the first
-    coordinate whose own inertia `M_jj` vanishes, or else the first bad pivot."""
-    pivots = jnp.diagonal(factor)
-    failed = ~jnp.isfinite(pivots) | (pivots <= 0)
-    diag = jnp.diagonal(mass)
-    inertialess = ~(diag > 1e-13 * jnp.max(jnp.abs(diag)))
-    bad = jnp.where(jnp.any(inertialess), inertialess, failed)
-    msgs = tuple(
-        f"{PREFIX}{where}: the mass matrix is not positive definite at coordinate {j} "
-        f"({describe_coordinate(robot, j)}): nothing in the model moves with it (e.g. a map "
-        "through stop_gradient or that ignores q, a massless body) or the state is not finite."
-        for j in range(robot.n_q)
+    definite. A failed factorization is NaN throughout, so the message names the first row of
+    `M` that is not finite (the state or the model produced NaN or inf), else the first
+    coordinate whose own inertia `M_jj` vanishes, else the first bad pivot."""
+    n = robot.n_q
+
+    def failed_pivots(factor: Array) -> Array:
+        pivots = jnp.diagonal(factor)
+        return ~jnp.isfinite(pivots) | (pivots <= 0)
+
+    def index(checked: tuple[Array, Array]) -> Array:
+        """The message's index, computed only when the check fires (from the checked value
+        alone: a lazy index may not close over traced values)."""
+        factor, mass = checked
+        failed = failed_pivots(factor)
+        non_finite = ~jnp.all(jnp.isfinite(mass), axis=1)
+        diag = jnp.diagonal(mass)
+        inertialess = ~(diag > 1e-13 * jnp.max(jnp.abs(diag)))
+        bad = jnp.where(jnp.any(inertialess), inertialess, failed)
+        return jnp.where(jnp.any(non_finite), n + jnp.argmax(non_finite), jnp.argmax(bad))
+
+    msgs = (
+        *(
+            f"{PREFIX}{where}: the mass matrix is not positive definite at coordinate {j} "
+            f"({describe_coordinate(robot, j)}): nothing in the model moves with it (e.g. a map "
+            "through stop_gradient or that ignores q, a massless body)."
+            for j in range(n)
+        ),
+        *(
+            f"{PREFIX}{where}: the mass matrix is not finite in row {j} "
+            f"({describe_coordinate(robot, j)}).{NON_FINITE_HINT}"
+            for j in range(n)
+        ),
     )
-    return raise_if(factor, jnp.any(failed), jnp.argmax(bad), msgs)
+    return raise_if((factor, mass), jnp.any(failed_pivots(factor)), index, msgs)[0]
 
 
 def _finite_tree(x: Any) -> Array:

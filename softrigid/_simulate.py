@@ -183,7 +183,9 @@ def _check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Ar
     windows = min(_WINDOWS, n_steps)
     edges = np.linspace(0, n_steps, windows + 1).round().astype(int)
     spans = [
-        f"between step {a + 1} and step {b} (t = step × dt)" for a, b in itertools.pairwise(edges)
+        (f"at step {b}" if a + 1 == b else f"between step {a + 1} and step {b}")
+        + " (t = step × dt)"
+        for a, b in itertools.pairwise(edges)
     ]
     msgs = tuple(
         f"{PREFIX}simulate: the state became non-finite {s}; reduce dt, use an implicit method, "

@@ -224,6 +224,23 @@ def test_singular_mass_matrix_is_reported():
         sr.forward_dynamics(robot, z, z, z)
 
 
+def test_a_non_finite_state_under_jit_is_reported_as_such():
+    # eager calls refuse a NaN state at once; under jit the solvers' checks name what is not
+    # finite instead of calling a NaN mass matrix or articulated inertia "not positive definite"
+    body = sr.RigidBody(1.0, (0.0, 0.0, -0.2), 1e-3 * jnp.eye(3))
+    robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), body)] * 3, gravity=(0, 0, -9.81))
+    z, bad = jnp.zeros(3), jnp.array([0.0, jnp.nan, 0.0])
+    messages = {
+        "cholesky": r"the mass matrix is not finite in row 0 \(link 0, joint coordinate 0",
+        "articulated": r"the articulated inertia D_1 of link 1 is not finite \(link 1, joint",
+    }
+    for solver, message in messages.items():
+        fd = jax.jit(lambda q, s=solver: sr.forward_dynamics(robot, q, z, z, solver=s))
+        assert np.all(np.isfinite(fd(z)))
+        with pytest.raises((jax.errors.JaxRuntimeError, ValueError), match=message):
+            jax.block_until_ready(fd(bad))
+
+
 # ---------------------------------------------------------------- inputs
 
 

@@ -286,7 +286,7 @@ def test_simulate_divergence_is_reported_under_jit_and_vmap(pendulum):
     with pytest.raises(ValueError, match=r"became non-finite at t = 0.03 s \(step 3\)"):
         run(jnp.zeros(1))
     # traced: the run-time check inside the program names the steps
-    with pytest.raises(Exception, match="became non-finite between step 3 and step 3"):
+    with pytest.raises(Exception, match="became non-finite at step 3 "):
         jax.block_until_ready(jax.jit(run)(jnp.zeros(1)))
     with pytest.raises(Exception, match="simulate: the state became non-finite"):
         jax.block_until_ready(jax.vmap(run)(jnp.zeros((2, 1))))

@@ -33,6 +33,7 @@ from ._module import module, static
 
 __all__ = ["BDF", "Adaptive", "Radau", "simulate_adaptive"]
 
+JACOBIANS = ("exact", "autodiff", "finite_differences", "central_differences")
 _REPORTS = 10  # progress lines per run
 _QUIET = 60.0  # s of wall time without a progress line, at most
 
@@ -49,24 +50,29 @@ class Adaptive:
     closed loop, the law's dependence on `M`, the bias and `A` included
     (`jacobian="autodiff"`: what a law that cancels the model's dynamics, a PFBL, needs); or
     scipy's forward differences of the jitted `ẏ` (`jacobian="finite_differences"`, `2 n_q`
-    evaluations per Jacobian). The Jacobian only drives the Newton iteration of the steps, not
-    the accuracy. The integration restarts at the controller's jumps in time
+    evaluations per Jacobian); or central differences of the jitted `ẏ`
+    (`jacobian="central_differences"`, `4 n_q` evaluations per Jacobian, `_central_differences`).
+    The Jacobian only drives the Newton iteration of the steps, not the accuracy. The integration restarts at the controller's jumps in time
     (`Controller.switch_times`: a `Phases`' switching times, a `CubicRestToRest`'s ends): a
     step across a jump of `ẏ` leaves error control to find it, which costs many rejected
     steps and, at tight tolerances, fails. Each span runs in its own time `τ = t − a`: the
     stiff layer a jump sets off may need first steps below the rounding of `t` itself (scipy
     refuses steps under ten roundings of `t`: 9e-15 s at t = 5 s), which in `τ` are fine.
     Differences need no second program (on the seed's helicoid robot the
-    others compile for about 6 minutes against 1.5 for `ẏ`'s), but on a stiff, badly scaled
-    closed loop they can be wrong enough to stall the steps: on that robot under PFBL, columns
-    off by up to 37 % gave the differenced Jacobian eigenvalues of +120 1/s where the
-    closed loop's own are all stable, and the steps fell to 1e-5 s.
+    others compile for about 6 minutes against 1.5 for `ẏ`'s; on Simulation 2 the closed
+    loop's Jacobian traces for 20 s against 6 for `ẏ`), but on a stiff, badly scaled closed
+    loop scipy's forward differences can be wrong enough to stall the steps: on that robot
+    under PFBL, columns off by up to 37 % gave the differenced Jacobian eigenvalues of
+    +120 1/s where the closed loop's own are all stable, and the steps fell to 1e-5 s. Central
+    differences are second order, with a fixed relative step (no step adaptation from stale
+    columns).
     Runs eagerly on the host: not jittable, not differentiable, not `vmap`-able (a
     `TypeError` with traced inputs); the output is the dense output sampled on the fixed grid.
 
     Args:
         rtol, atol: scipy's error tolerances.
-        jacobian: `"exact"` (default), `"autodiff"` or `"finite_differences"`.
+        jacobian: `"exact"` (default), `"autodiff"`, `"finite_differences"` or
+            `"central_differences"`.
     """
 
     rtol: float = static(default=1e-8)
@@ -76,10 +82,9 @@ class Adaptive:
     scipy_method: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
-        if self.jacobian not in ("exact", "autodiff", "finite_differences"):
+        if self.jacobian not in JACOBIANS:
             raise ValueError(
-                f"{type(self).__name__}: jacobian must be 'exact', 'autodiff' or "
-                f"'finite_differences', got {self.jacobian!r}"
+                f"{type(self).__name__}: jacobian must be one of {JACOBIANS}, got {self.jacobian!r}"
             )
 
     def integrate(
@@ -117,6 +122,8 @@ class Adaptive:
                 return np.asarray(_checked(_radau_rhs, *args, *typed(t, y))[0])
 
             def jac(t: Any, y: Any) -> np.ndarray:
+                if self.jacobian == "central_differences":
+                    return _central_differences(rhs, t, np.asarray(y, y0.dtype))
                 fn = _radau_jacobian if self.jacobian == "exact" else _closed_loop_jacobian
                 return np.asarray(_checked(fn, *args, *typed(t, y)))
 
@@ -199,6 +206,26 @@ class BDF(Adaptive):
 
     name: ClassVar[str] = "bdf"
     scipy_method: ClassVar[str] = "BDF"
+
+
+def _central_differences(
+    f: Callable[[Any, np.ndarray], np.ndarray], t: Any, y: np.ndarray
+) -> np.ndarray:
+    """`∂f/∂y` at `(t, y)` by central differences, column by column:
+
+        J[:, j] = (f(t, y + h_j e_j) − f(t, y − h_j e_j)) / (2 h_j),   h_j = ∛ε · max(|y_j|, 1),
+
+    second order: truncation `O(h²)` and rounding `O(ε/h)` both `O(ε^⅔)` relative (`h_j` taken
+    as the difference of the rounded points, so the quotient divides by the step actually
+    made)."""
+    step = np.cbrt(np.finfo(y.dtype).eps) * np.maximum(np.abs(y), 1.0)
+    columns = []
+    for j in range(y.size):
+        up, down = y.copy(), y.copy()
+        up[j] += step[j]
+        down[j] -= step[j]
+        columns.append((f(t, up) - f(t, down)) / (up[j] - down[j]))
+    return np.stack(columns, axis=1)
 
 
 def _checked(fn: Callable[..., Any], *args: Any) -> Any:

@@ -321,10 +321,28 @@ def test_radau_with_finite_difference_jacobian(double, monkeypatch):
     ref = _reference(double, Q0, Z, 0.3)
     np.testing.assert_allclose(_state(fd, 3), ref, atol=1e-7)
     np.testing.assert_allclose(_state(exact, 3), ref, atol=1e-7)
-    with pytest.raises(
-        ValueError, match="jacobian must be 'exact', 'autodiff' or 'finite_differences'"
-    ):
+    with pytest.raises(ValueError, match="jacobian must be one of .*'central_differences'"):
         Radau(jacobian="numerical")
+
+
+def test_central_differences_are_second_order_accurate():
+    # a cubic and an exponential against their exact Jacobians: the cubic's third derivative
+    # makes the error h² f‴/6 (h = ∛ε ≈ 6e-6: ~1e-11), well below forward differences'
+    # O(√ε) ≈ 1e-8; large entries (y_j = 300) get a step relative to them
+    def f(t, y):
+        return np.array([y[0] ** 3 + t * y[1], np.exp(0.5 * y[1]) * y[2], y[0] * y[2]])
+
+    y = np.array([0.3, -1.2, 300.0])
+    exact = np.array(
+        [
+            [3 * y[0] ** 2, 2.0, 0.0],
+            [0.0, 0.5 * np.exp(0.5 * y[1]) * y[2], np.exp(0.5 * y[1])],
+            [y[2], 0.0, y[0]],
+        ]
+    )
+    jac = softrigid._radau._central_differences(f, 2.0, y)
+    np.testing.assert_allclose(jac, exact, rtol=1e-9, atol=1e-10)
+    assert abs(jac[0, 0] - exact[0, 0]) < 1e-10
 
 
 def test_bdf_jacobians(double, capsys):
@@ -332,7 +350,7 @@ def test_bdf_jacobians(double, capsys):
     # differences: each reaches DOP853's solution at 1e-12 to its tolerance, the run reports
     # progress, and it is host-only
     ref = _reference(double, Q0, Z, 0.3)
-    for jacobian in ("exact", "autodiff", "finite_differences"):
+    for jacobian in ("exact", "autodiff", "finite_differences", "central_differences"):
         traj = sr.simulate(
             double, Q0, Z, 0.3, 0.1, method=BDF(rtol=1e-9, atol=1e-11, jacobian=jacobian)
         )

@@ -83,7 +83,8 @@ def _complete_qr(a: Array) -> tuple[Array, Array]:
     which the law does not depend). JAX's own rule for the complete factorization solves with
     `Q₁₁ − I` (its rows `:m`), singular when a column of `A` is a unit vector (a joint motor's),
     and returned NaN there."""
-    return jnp.linalg.qr(a, mode="complete")
+    qmat, rmat = jnp.linalg.qr(a, mode="complete")
+    return qmat, rmat  # a plain pair, the structure of the rule's primal output
 
 
 @_complete_qr.defjvp

@@ -118,12 +118,18 @@ class Adaptive:
                 # scipy passes `τ` as a Python or a NumPy float: one dtype, one compilation
                 return np.asarray(np.clip(a + tau, lo, hi), y0.dtype), np.asarray(y, y0.dtype)
 
+            def dispatched(t: Any, y: Any) -> Array:
+                """`ẏ`, not waited for."""
+                return _radau_rhs(*args, *typed(t, y))[0]
+
             def rhs(t: Any, y: Any) -> np.ndarray:
-                return np.asarray(_checked(_radau_rhs, *args, *typed(t, y))[0])
+                return np.asarray(_checked(dispatched, t, y))
 
             def jac(t: Any, y: Any) -> np.ndarray:
                 if self.jacobian == "central_differences":
-                    return _central_differences(rhs, t, np.asarray(y, y0.dtype))
+                    # every evaluation dispatched before the first is waited for
+                    y = np.asarray(y, y0.dtype)
+                    return np.asarray(_checked(_central_differences, dispatched, t, y))
                 fn = _radau_jacobian if self.jacobian == "exact" else _closed_loop_jacobian
                 return np.asarray(_checked(fn, *args, *typed(t, y)))
 
@@ -217,15 +223,13 @@ def _central_differences(
 
     second order: truncation `O(h²)` and rounding `O(ε/h)` both `O(ε^⅔)` relative (`h_j` taken
     as the difference of the rounded points, so the quotient divides by the step actually
-    made)."""
+    made). `f` may return JAX arrays not yet computed: all `2 n` evaluations are dispatched
+    first, and the differences are taken once they are all in."""
     step = np.cbrt(np.finfo(y.dtype).eps) * np.maximum(np.abs(y), 1.0)
-    columns = []
-    for j in range(y.size):
-        up, down = y.copy(), y.copy()
-        up[j] += step[j]
-        down[j] -= step[j]
-        columns.append((f(t, up) - f(t, down)) / (up[j] - down[j]))
-    return np.stack(columns, axis=1)
+    up, down = y + np.diag(step), y - np.diag(step)
+    values = [(f(t, p), f(t, m)) for p, m in zip(up, down)]
+    columns = [np.asarray(fp) - np.asarray(fm) for fp, fm in values]
+    return np.stack(columns, axis=1) / (np.diagonal(up) - np.diagonal(down))
 
 
 def _checked(fn: Callable[..., Any], *args: Any) -> Any:
@@ -338,12 +342,12 @@ def simulate_adaptive(
     q, qd = scheme.integrate(robot, loads, policy, law, solver, q0, qd0, times, progress)
     args = (robot, loads, policy, law, solver)
     y = np.concatenate([q, qd], axis=1).astype(q.dtype)
-    # the inputs at the grid's states, from the callback's own program
+    # the inputs at the grid's states, from the callback's own program: every call dispatched
+    # before the first is waited for (they run while the next ones are dispatched)
     u = np.stack(
-        [
-            np.asarray(_checked(_radau_rhs, *args, np.asarray(s, q.dtype), x)[1])
-            for s, x in zip(times, y)
-        ]
+        raise_runtime_errors(
+            lambda: [_radau_rhs(*args, np.asarray(s, q.dtype), x)[1] for s, x in zip(times, y)]
+        )
     )
     t, q, qd = (jnp.asarray(x, q0.dtype) for x in (times, q, qd))
     return t, q, qd, jnp.asarray(u, q0.dtype)

@@ -23,6 +23,7 @@ from ._module import is_concrete
 __all__ = [
     "distal_poses",
     "forward_kinematics",
+    "links_world_points",
     "mass_points_world",
     "material_points",
     "proximal_poses",
@@ -84,11 +85,26 @@ def forward_kinematics(robot: Robot, q: Array) -> tuple[Array, Array]:
     return distal_poses(robot, q)
 
 
+def _mapped(robot: Robot, q: Array, pose: tuple[Array, Array], i: int, points: Array) -> Array:
+    """`R_i f_i(x, q_B) + t_i`: material points of link `i`'s body in the world, given the
+    proximal poses `(R, t)` of every body."""
+    rot, trans = pose
+    return robot.links[i].body.map_points(q[robot.body_slice(i)], points) @ rot[i].T + trans[i]
+
+
 @algorithm(static_argnames=("i",))
 def _world_points(robot: Robot, q: Array, i: int, points: Array) -> Array:
-    rot, trans = proximal_poses(robot, q)
-    body_q = q[robot.body_slice(i)]
-    return robot.links[i].body.map_points(body_q, points) @ rot[i].T + trans[i]
+    return _mapped(robot, q, proximal_poses(robot, q), i, points)
+
+
+@algorithm(static_argnames=("links",))
+def links_world_points(
+    robot: Robot, q: Array, links: tuple[int, ...], points: tuple[Array, ...]
+) -> tuple[Array, ...]:
+    """`world_points` of several links' bodies at once (`points[k]` on link `links[k]`, checked
+    by the caller), the chain's poses computed once: what the ParaView writer draws."""
+    pose = proximal_poses(robot, q)
+    return tuple(_mapped(robot, q, pose, i, p) for i, p in zip(links, points))
 
 
 def world_points(robot: Robot, q: Array, i: int, points: Array) -> Array:

@@ -18,7 +18,7 @@ import numpy as np
 from jax import Array
 
 from .. import meshing
-from .._chain import world_points
+from .._chain import links_world_points
 from .._model import Robot
 from .._soft_body import SoftBody
 from ..quadrature import ReferenceMesh
@@ -124,10 +124,7 @@ def body_meshes(robot: Robot, meshes: Any = None) -> tuple[meshio.Mesh | None, .
 def _world_batch(
     robot: Robot, qs: Array, points: tuple[Array, ...], links: tuple[int, ...]
 ) -> tuple[Array, ...]:
-    def one(q: Array) -> tuple[Array, ...]:
-        return tuple(world_points(robot, q, i, p) for i, p in zip(links, points))
-
-    return jax.vmap(one)(qs)
+    return jax.vmap(lambda q: links_world_points(robot, q, links, points))(qs)
 
 
 def _positions(

@@ -40,19 +40,21 @@ inputs as known forces (`bias − A_o u_o`), so `ë + K_D ė + K_P e = 0` holds 
 phase.
 
 Integrator, chosen by measurement: scipy's BDF with error control (`integrators.BDF`,
-`rtol` 1e-6, `atol` 1e-8 on `(q, q̇)`; `--dt` is the output grid) and the closed loop's
-forward-mode Jacobian (`jacobian="autodiff"`: the PFBL cancels the model's dynamics, so the
-Jacobian must see the law's dependence on `M`, the bias and `A`). The gripper is stiff:
-linearized at rest its source mode has damping/mass ≈ 5e7 1/s (Kelvin–Voigt of a 44 MPa shear
-modulus on a 40 g body), so RK4 would need steps below 6e-8 s; BDF's implicit steps follow
-the slow motion instead (732 steps and 26 Jacobians for the 6 s) and restart at the
-phase switches, where the law jumps (`Controller.switch_times`). Scipy's differenced Jacobian
-stalls it (1,245 Jacobians by t = 0.41 s, measured). Generalized-α at 2.5 ms, the earlier
-choice, gave the same phase errors to their digits but compiles one program holding the
-whole Newton iteration (about 9 minutes, mostly tracing) where BDF's two small programs, `ẏ`
-and its Jacobian, take about 2 minutes (130 s); the persistent compilation cache
-(`sr.enable_compilation_cache`) stores them, so a later run starts in about 45 s (README,
-"Seed 003, Simulation 2").
+`rtol` 1e-6, `atol` 1e-8 on `(q, q̇)`; `--dt` is the output grid) and central differences of
+the compiled closed loop for its Jacobian (`jacobian="central_differences"`, 44 evaluations of
+`ẏ` per Jacobian). The gripper is stiff: linearized at rest its source mode has damping/mass
+≈ 5e7 1/s (Kelvin–Voigt of a 44 MPa shear modulus on a 40 g body), so RK4 would need steps
+below 6e-8 s; BDF's implicit steps follow the slow motion instead (840 steps and 63 Jacobians
+for the 6 s) and restart at the phase switches, where the law jumps
+(`Controller.switch_times`). The Jacobian must see the PFBL's dependence on `M`, the bias and
+`A` (the law cancels the model's dynamics): the closed loop's forward-mode Jacobian
+(`jacobian="autodiff"`, 732 steps and 26 Jacobians, the same trajectory to 2e-8) does, but
+its program traces for 20 s and compiles for about a minute more (the example took 155 s, 65 s
+with the compilation cache filled); central differences reuse the `ẏ` program: 48–50 s,
+29–34 s with the cache filled (README, "Seed 003, Simulation 2").
+Scipy's forward differences stall it (1,245 Jacobians by t = 0.41 s, measured).
+Generalized-α at 2.5 ms, an earlier choice, gave the same phase errors to their digits but
+compiles one program holding the whole Newton iteration (about 9 minutes, mostly tracing).
 
 Writes to `--out` (default `out/hybrid_arm`): `coordinates.png`, `inputs.png`,
 `snapshots.png`, `robot.pvd` (+ `robot/`: the whole robot for ParaView) and `summary.json`.
@@ -115,7 +117,7 @@ ARM_KP, ARM_KD = (0.5, 0.5, 2000.0), (0.1, 0.1, 0.0)  # N m/rad, N/m; N m s/rad,
 PRESSURE = 2e6  # Pa
 SCHEDULE = (3.0, 5.0)  # end of phase i, end of phase ii [s]
 DT = 2.5e-3
-METHOD = BDF(rtol=1e-6, atol=1e-8, jacobian="autodiff")  # module docstring
+METHOD = BDF(rtol=1e-6, atol=1e-8, jacobian="central_differences")  # module docstring
 FLANGE, ARM_TIP, GRIPPER_TIP = 5, 6, 7  # links whose distal frames are traced
 
 

@@ -223,7 +223,8 @@ def _check(robot: Robot, qdd: Array, ok: Array, finite: Array) -> Array:
         ),
         *(
             f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not finite "
-            f"({describe_coordinate(robot, sl.start)} or another coordinate of the link).{NON_FINITE_HINT}"
+            f"({describe_coordinate(robot, sl.start)} or another coordinate of the link)."
+            f"{NON_FINITE_HINT}"
             if sl.stop > sl.start
             else ""
             for i, sl in enumerate(slices)

@@ -51,8 +51,9 @@ class Adaptive:
     (`jacobian="autodiff"`: what a law that cancels the model's dynamics, a PFBL, needs); or
     scipy's forward differences of the jitted `ẏ` (`jacobian="finite_differences"`, `2 n_q`
     evaluations per Jacobian); or central differences of the jitted `ẏ`
-    (`jacobian="central_differences"`, `4 n_q` evaluations per Jacobian, `_central_differences`).
-    The Jacobian only drives the Newton iteration of the steps, not the accuracy. The integration restarts at the controller's jumps in time
+    (`jacobian="central_differences"`, `4 n_q` evaluations per Jacobian,
+    `_central_differences`). The Jacobian only drives the Newton iteration of the steps, not
+    the accuracy. The integration restarts at the controller's jumps in time
     (`Controller.switch_times`: a `Phases`' switching times, a `CubicRestToRest`'s ends): a
     step across a jump of `ẏ` leaves error control to find it, which costs many rejected
     steps and, at tight tolerances, fails. Each span runs in its own time `τ = t − a`: the
@@ -219,7 +220,8 @@ def _central_differences(
 ) -> np.ndarray:
     """`∂f/∂y` at `(t, y)` by central differences, column by column:
 
-        J[:, j] = (f(t, y + h_j e_j) − f(t, y − h_j e_j)) / (2 h_j),   h_j = ∛ε · max(|y_j|, 1),
+        J[:, j] = (f(t, y + h_j e_j) − f(t, y − h_j e_j)) / (2 h_j),
+        h_j = ∛ε · max(|y_j|, 1),
 
     second order: truncation `O(h²)` and rounding `O(ε/h)` both `O(ε^⅔)` relative (`h_j` taken
     as the difference of the rounded points, so the quotient divides by the step actually

@@ -193,17 +193,21 @@ def _link_inputs(robot: Robot, q: Array, qd: Array, nu: Array, loads: tuple) -> 
 # The Cholesky path builds `M` with `n_q` unit accelerations through the passes (`O(N²)`) and
 # factors it (`O(N³)`); the articulated path is `O(N)` with a larger constant. Measured on one
 # core (`benchmarks/articulated.py`): the articulated path is the faster from about 8 links.
+# In float32 (x64 off) the articulated path is the accurate one: the Cholesky path's error is
+# about cond(M) times float32's rounding, 1e-5–3e-2 on soft chains, the articulated path's
+# 1e-6–1e-4 (README, "On a GPU").
 AUTO_LINKS = 8
 SOLVERS = ("auto", "articulated", "cholesky")
 
 
 def choose_solver(where: str, robot: Robot, solver: str) -> str:
     """`"articulated"` or `"cholesky"` for the `solver` option (`"auto"`: articulated from
-    `AUTO_LINKS` links on)."""
+    `AUTO_LINKS` links on, and always when JAX computes in float32)."""
     if solver not in SOLVERS:
         raise ValueError(f"{where}: solver must be one of {SOLVERS}, got {solver!r}")
     if solver == "auto":
-        return "articulated" if robot.n_links >= AUTO_LINKS else "cholesky"
+        single = jax.dtypes.canonicalize_dtype(jnp.float64) != jnp.float64
+        return "articulated" if robot.n_links >= AUTO_LINKS or single else "cholesky"
     return solver
 
 

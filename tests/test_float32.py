@@ -17,6 +17,7 @@ from scipy.spatial.transform import Rotation
 
 import softrigid as sr
 from softrigid import joints, kinematics, materials, quadrature
+from softrigid._articulated import choose_solver
 from softrigid._module import rounding_tolerance
 from softrigid.kinematics import lvp
 
@@ -56,6 +57,23 @@ def test_a_rigid_chain_in_float32_is_float64_rounded() -> None:
         nu = np.asarray(jax.jit(sr.inverse_dynamics)(robot, q, qd, qdd))
     assert nu.dtype == np.float32
     assert np.linalg.norm(nu - reference) < 1e-5 * np.linalg.norm(reference)
+
+
+def test_auto_solver_is_articulated_in_float32() -> None:
+    """`solver="auto"` takes the articulated path in float32 at any size (the accurate one
+    there) and Cholesky below 8 links in float64; both agree with float64 to float32 accuracy
+    on this well-conditioned chain."""
+    robot64 = _chain(1)
+    assert choose_solver("t", robot64, "auto") == "cholesky"
+    rng = np.random.default_rng(4)
+    q, qd, u = (rng.uniform(-1.0, 1.0, 4) for _ in range(3))
+    reference = np.asarray(sr.forward_dynamics(robot64, q, qd, u))
+    with jax.enable_x64(False):
+        robot = _chain(1)
+        assert choose_solver("t", robot, "auto") == "articulated"
+        qdd = np.asarray(sr.forward_dynamics(robot, q, qd, u))
+    assert qdd.dtype == np.float32
+    assert np.linalg.norm(qdd - reference) < 1e-4 * np.linalg.norm(reference)
 
 
 def test_the_helicoid_body_builds_in_float32() -> None:

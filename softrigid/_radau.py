@@ -347,7 +347,7 @@ def simulate_adaptive(
     # the inputs at the grid's states, from the callback's own program: every call dispatched
     # before the first is waited for (they run while the next ones are dispatched)
     u = np.stack(
-        raise_runtime_errors(
+        _checked(
             lambda: [_radau_rhs(*args, np.asarray(s, q.dtype), x)[1] for s, x in zip(times, y)]
         )
     )

@@ -17,7 +17,10 @@ tight-tolerance Radau reference on the common grid. Robots:
 - `helicoid`: the seed's 3-segment helicoid robot (`kinematics.lvp.helicoid_segment(0.1)` on
   `meshes/helicoid.vtu`, density 960, `IncompressibleNeoHookean(C=0.178e6, eta=0.05)`, 24
   coordinates) on the compressed rule `quadrature.compress(from_mesh(..., degree=4), 6)`, with
-  generalized-α at `--helicoid-dt` (≥ 5 ms) over `--t-final` (target: 6 s in ≤ 60 s wall);
+  generalized-α at `--helicoid-dt` (≥ 5 ms) over `--t-final` (its 6 s estimated from that
+  horizon), and adaptive BDF (`rtol` 1e-4, central differences of `ẏ` for its Jacobian, on the
+  grid `--helicoid-dt`) over the whole `--helicoid-t-final` (target: 6 s in ≤ 60 s wall)
+  against BDF at `rtol` 1e-7 (same run);
 - `closed_loop`: one run of the swinging arm with `control.ComputedTorque` against the same run
   without a controller, same method and step, the two timed in alternation (ratio of per-step
   cost, by the wall clock and by the process's CPU time; target ≤ 1.2×): RK4 at 4 ms, and
@@ -54,7 +57,7 @@ import numpy as np  # noqa: E402
 
 import softrigid as sr  # noqa: E402
 from softrigid import control, joints, kinematics, materials, quadrature  # noqa: E402
-from softrigid.integrators import RK4, GeneralizedAlpha, ImplicitEuler, Radau  # noqa: E402
+from softrigid.integrators import BDF, RK4, GeneralizedAlpha, ImplicitEuler, Radau  # noqa: E402
 from softrigid.kinematics import lvp  # noqa: E402
 
 try:
@@ -145,11 +148,14 @@ def timed_runs(runs: dict[str, Callable[[], sr.Trajectory]], repeats: int) -> di
     }
 
 
-def reference(robot: sr.Robot, q0: jax.Array, t_final: float, dt: float) -> np.ndarray:
-    """`q` on the grid `dt` by Radau at `rtol = 1e-10` (eager, adaptive)."""
+def reference(
+    robot: sr.Robot, q0: jax.Array, t_final: float, dt: float, method: Any = None
+) -> np.ndarray:
+    """`q` on the grid `dt` by `method`, by default Radau at `rtol = 1e-10` (eager,
+    adaptive)."""
     qd0 = jnp.zeros(robot.n_q)
-    traj = sr.simulate(robot, q0, qd0, t_final, dt, method=Radau(rtol=1e-10, atol=1e-12))
-    return np.asarray(traj.q)
+    method = Radau(rtol=1e-10, atol=1e-12) if method is None else method
+    return np.asarray(sr.simulate(robot, q0, qd0, t_final, dt, method=method).q)
 
 
 def deviation(traj: sr.Trajectory, ref: np.ndarray, ref_dt: float, dt: float) -> float:
@@ -304,7 +310,9 @@ def bench_cosserat(args: argparse.Namespace) -> None:
 
 def bench_helicoid(args: argparse.Namespace) -> None:
     """Generalized-α at `--helicoid-dt` over `--t-final` (no reference: Radau on 24 stiff
-    coordinates would dominate the run)."""
+    coordinates would dominate the run), its 6 s estimated; then BDF over the whole
+    `--helicoid-t-final` against BDF at `rtol` 1e-7 (both by central differences: the exact
+    Jacobian's program compiles for minutes on this robot)."""
     robot, q0, build = helicoid_robot(args.degree)
     emit("simulate.helicoid_model", degree=args.degree, **build)
     for newton in args.newton:
@@ -320,6 +328,27 @@ def bench_helicoid(args: argparse.Namespace) -> None:
                 target_wall_s=60.0,
                 from_t_final=args.t_final,
             )
+    t_final, dt = args.helicoid_t_final, args.helicoid_dt
+    tight = BDF(rtol=1e-7, atol=1e-9, jacobian="central_differences")
+    start = time.perf_counter()
+    ref = reference(robot, q0, t_final, dt, tight)
+    emit(
+        "simulate.helicoid_reference",
+        method="bdf",
+        rtol=tight.rtol,
+        wall_s=time.perf_counter() - start,
+    )
+    bdf = BDF(rtol=1e-4, atol=1e-6, jacobian="central_differences")
+    rec = measure("helicoid", robot, q0, t_final, bdf, dt, 1, (ref, dt), rtol=bdf.rtol)
+    if rec is not None:
+        emit(
+            "simulate.helicoid_bdf",
+            wall_s=rec["min_s"],
+            first_call_s=rec["first_call_s"],
+            t_final=t_final,
+            target_wall_s=60.0 * t_final / 6.0,
+            max_abs_error_q=rec["max_abs_error_q"],
+        )
 
 
 def soromox_line() -> None:
@@ -351,6 +380,9 @@ def main() -> None:
     parser.add_argument("--t-final", type=float, default=0.05, help="cosserat10 and helicoid [s]")
     parser.add_argument("--arm-t-final", type=float, default=1.0, help="swinging arm [s]")
     parser.add_argument("--helicoid-dt", type=float, default=5e-3)
+    parser.add_argument(
+        "--helicoid-t-final", type=float, default=6.0, help="the helicoid's BDF run [s]"
+    )
     parser.add_argument(
         "--closed-loop-alpha-dt",
         type=float,

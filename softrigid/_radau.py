@@ -342,14 +342,17 @@ def simulate_adaptive(
         raise ValueError(f"simulate: control_period is not supported by method {scheme.name!r}")
     times = dt * np.arange(n_steps + 1)
     q, qd = scheme.integrate(robot, loads, policy, law, solver, q0, qd0, times, progress)
-    args = (robot, loads, policy, law, solver)
-    y = np.concatenate([q, qd], axis=1).astype(q.dtype)
-    # the inputs at the grid's states, from the callback's own program: every call dispatched
-    # before the first is waited for (they run while the next ones are dispatched)
-    u = np.stack(
-        _checked(
-            lambda: [_radau_rhs(*args, np.asarray(s, q.dtype), x)[1] for s, x in zip(times, y)]
+    if policy is None and law is None:  # no controller: u ≡ 0, nothing to evaluate
+        u = np.zeros((len(times), robot.n_u), q.dtype)
+    else:
+        args = (robot, loads, policy, law, solver)
+        y = np.concatenate([q, qd], axis=1).astype(q.dtype)
+        # the inputs at the grid's states, from the callback's own program: every call
+        # dispatched before the first is waited for (they run while the next are dispatched)
+        u = np.stack(
+            _checked(
+                lambda: [_radau_rhs(*args, np.asarray(s, q.dtype), x)[1] for s, x in zip(times, y)]
+            )
         )
-    )
     t, q, qd = (jnp.asarray(x, q0.dtype) for x in (times, q, qd))
     return t, q, qd, jnp.asarray(u, q0.dtype)

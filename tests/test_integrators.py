@@ -358,6 +358,8 @@ def test_bdf_jacobians(double, capsys):
         np.testing.assert_allclose(traj.q[0], Q0, rtol=0, atol=0)
     by_name = sr.simulate(double, Q0, Z, 0.3, 0.1, method="bdf", progress=True)
     np.testing.assert_allclose(_state(by_name, 3), ref, atol=1e-6)
+    # without a controller the recorded inputs are zero (taken as such, not evaluated)
+    np.testing.assert_array_equal(by_name.u, np.zeros((4, double.n_u)))
     lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("simulate: t = ")]
     assert 2 <= len(lines) <= 12 and lines[-1].startswith("simulate: t = 0.3 / 0.3 s")
     assert "Jacobians" in lines[-1]

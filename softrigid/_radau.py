@@ -208,8 +208,9 @@ class BDF(Adaptive):
     the options and what it cannot do). Orders 1–2 are A-stable and higher orders are stable
     on the negative real axis, where a soft body's overdamped Kelvin–Voigt modes lie. It
     evaluates a new Jacobian only when the Newton iteration with the kept one fails, so it
-    suits robots whose Jacobian is expensive (a Jacobian by differences on the seed's helicoid
-    robot costs about 50 evaluations of `ẏ`)."""
+    suits robots whose Jacobian is expensive (on the seed's helicoid robot a Jacobian by
+    central differences costs 96 evaluations of `ẏ`, about 0.5 s; sagging under gravity the
+    robot's 6 s take 342 steps and 17 Jacobians, under the seed's PFBL 698 steps and 386)."""
 
     name: ClassVar[str] = "bdf"
     scipy_method: ClassVar[str] = "BDF"

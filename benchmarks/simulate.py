@@ -25,14 +25,16 @@ tight-tolerance Radau reference on the common grid. Robots:
   without a controller, same method and step, the two timed in alternation (ratio of per-step
   cost, by the wall clock and by the process's CPU time; target ≤ 1.2×): RK4 at 4 ms, and
   generalized-α at `--closed-loop-alpha-dt` (2 ms: at 10 and 20 ms its Newton iteration does
-  not converge under computed torque, with the kept or the full matrix).
+  not converge under computed torque, with the kept or the full matrix);
+- `soromox`: with `soromox` and `diffrax` importable, SoRoMoX's planar PCS rollout against
+  the same chain in softrigid (`_soromox_rollout`), in the same run; otherwise a line says
+  it was skipped.
 
 A scheme instance is created once per configuration and reused: `simulate` keys its compiled
 program on the instance. Time on one core (`taskset -c 1`); the machine may be shared, so the
 minimum over repeats is the figure, the median shows the spread, and each line also gives the
 process's CPU time (`cpu_min_s`), which leaves out the time other processes hold the core.
-When `soromox` is importable its planar PCS rollout would be the same-run reference; otherwise
-a line says it was skipped. One JSON object per line.
+One JSON object per line.
 
 Run: taskset -c 1 python benchmarks/simulate.py [--t-final 0.05] [--only swinging_arm ...]
 """
@@ -42,9 +44,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import statistics
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,17 +53,18 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
 
 import softrigid as sr  # noqa: E402
 from softrigid import control, joints, kinematics, materials, quadrature  # noqa: E402
-from softrigid.integrators import BDF, RK4, GeneralizedAlpha, ImplicitEuler, Radau  # noqa: E402
+from softrigid.integrators import BDF, RK4, GeneralizedAlpha, ImplicitEuler  # noqa: E402
 from softrigid.kinematics import lvp  # noqa: E402
 
 try:
-    from _timing import emit, machine
+    from _runs import measure, measure_loops, reference
+    from _timing import emit
 except ImportError:  # run as a module
-    from benchmarks._timing import emit, machine
+    from benchmarks._runs import measure, measure_loops, reference
+    from benchmarks._timing import emit
 
 ROOT = Path(__file__).resolve().parents[1]
 # the base joint frame turned so that the arm's z axis points along world +x (horizontal)
@@ -114,125 +115,6 @@ def helicoid_robot(degree: int) -> tuple[sr.Robot, jax.Array, dict[str, Any]]:
         "build_s": time.perf_counter() - start,
     }
     return robot, jnp.zeros(robot.n_q), build
-
-
-def timed_runs(runs: dict[str, Callable[[], sr.Trajectory]], repeats: int) -> dict[str, Any]:
-    """Per run: the first call (trace + compile + run), then `repeats` rounds that call every
-    run once in turn (runs compared with each other see the same load), timed by the wall clock
-    and by the process's CPU time (which leaves out the time other processes hold the core)."""
-    first, trajs = {}, {}
-    for key, run in runs.items():
-        start = time.perf_counter()
-        trajs[key] = jax.block_until_ready(run())
-        first[key] = time.perf_counter() - start
-    wall: dict[str, list[float]] = {key: [] for key in runs}
-    cpu: dict[str, list[float]] = {key: [] for key in runs}
-    for _ in range(repeats):
-        for key, run in runs.items():
-            start, start_cpu = time.perf_counter(), time.process_time()
-            jax.block_until_ready(run())
-            wall[key].append(time.perf_counter() - start)
-            cpu[key].append(time.process_time() - start_cpu)
-    return {
-        key: {
-            "traj": trajs[key],
-            "first_call_s": first[key],
-            "min_s": min(wall[key]),
-            "median_s": statistics.median(wall[key]),
-            "max_s": max(wall[key]),
-            "cpu_min_s": min(cpu[key]),
-            "cpu_median_s": statistics.median(cpu[key]),
-            "repeats": repeats,
-        }
-        for key in runs
-    }
-
-
-def reference(
-    robot: sr.Robot, q0: jax.Array, t_final: float, dt: float, method: Any = None
-) -> np.ndarray:
-    """`q` on the grid `dt` by `method`, by default Radau at `rtol = 1e-10` (eager,
-    adaptive)."""
-    qd0 = jnp.zeros(robot.n_q)
-    method = Radau(rtol=1e-10, atol=1e-12) if method is None else method
-    return np.asarray(sr.simulate(robot, q0, qd0, t_final, dt, method=method).q)
-
-
-def deviation(traj: sr.Trajectory, ref: np.ndarray, ref_dt: float, dt: float) -> float:
-    """Largest `|q − q_ref|` at the times both grids hold (`dt` a multiple of `ref_dt`)."""
-    stride = round(dt / ref_dt)
-    n = min(len(traj.t), (len(ref) - 1) // stride + 1)
-    return float(np.max(np.abs(np.asarray(traj.q[:n]) - ref[: n * stride : stride])))
-
-
-def measure_loops(
-    name: str,
-    robot: sr.Robot,
-    q0: jax.Array,
-    t_final: float,
-    method: Any,
-    dt: float,
-    repeats: int,
-    loops: dict[str, Any],
-    ref: tuple[np.ndarray, float] | None = None,
-    **extra: Any,
-) -> dict[str, dict[str, Any]] | None:
-    """Time one configuration under each of the controllers `loops` (a label: `None` or a
-    controller) in alternation and emit one line per controller; `None` (with a line) when a
-    run fails."""
-    qd0 = jnp.zeros(robot.n_q)
-    params = {"robot": name, "method": method.name, "dt": dt, "t_final": t_final, **extra}
-    if isinstance(method, GeneralizedAlpha):
-        params["rho_inf"] = method.rho_inf
-    if getattr(method, "implicit", False):
-        params["newton"] = method.newton
-
-    def runner(controller: Any) -> Callable[[], sr.Trajectory]:
-        return lambda: sr.simulate(
-            robot, q0, qd0, t_final, dt, controller=controller, method=method
-        )
-
-    try:
-        timings = timed_runs({label: runner(c) for label, c in loops.items()}, repeats)
-    except ValueError as err:  # a diverged run or a Newton step that did not converge
-        emit("simulate.failed", **params, loops=list(loops), error=str(err).splitlines()[0][:200])
-        return None
-    records = {}
-    for label, timing in timings.items():
-        traj = timing.pop("traj")
-        errors = {} if ref is None else {"max_abs_error_q": deviation(traj, *ref, dt)}
-        steps = len(traj.t) - 1
-        records[label] = emit(
-            "simulate.run",
-            **params,
-            loop=label,
-            **errors,
-            n_q=robot.n_q,
-            steps=steps,
-            **timing,
-            per_step_us=1e6 * timing["min_s"] / steps,
-            real_time_factor=float(traj.t[-1]) / timing["min_s"],
-            **machine(),
-        )
-    return records
-
-
-def measure(
-    name: str,
-    robot: sr.Robot,
-    q0: jax.Array,
-    t_final: float,
-    method: Any,
-    dt: float,
-    repeats: int,
-    ref: tuple[np.ndarray, float] | None = None,
-    **extra: Any,
-) -> dict[str, Any] | None:
-    """`measure_loops` of the open loop alone: its record."""
-    records = measure_loops(
-        name, robot, q0, t_final, method, dt, repeats, {"open": None}, ref, **extra
-    )
-    return None if records is None else records["open"]
 
 
 def bench_swinging_arm(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -351,12 +233,18 @@ def bench_helicoid(args: argparse.Namespace) -> None:
         )
 
 
-def soromox_line() -> None:
-    """The same-run comparison with SoRoMoX (not installed here: a line saying so)."""
-    if importlib.util.find_spec("soromox") is None:
-        emit("simulate.soromox", skipped=True, reason="soromox is not installed")
-    else:
-        emit("simulate.soromox", skipped=True, reason="comparison not implemented in this script")
+def bench_soromox(args: argparse.Namespace) -> None:
+    """The same-run rollout comparison with SoRoMoX (`_soromox_rollout`), or a line saying it
+    was skipped without soromox or diffrax."""
+    missing = [m for m in ("soromox", "diffrax") if importlib.util.find_spec(m) is None]
+    if missing:
+        emit("simulate.soromox", skipped=True, reason=f"not installed: {', '.join(missing)}")
+        return
+    try:
+        from _soromox_rollout import bench
+    except ImportError:  # run as a module
+        from benchmarks._soromox_rollout import bench
+    bench(args.soromox_segments, args.soromox_t_final, args.repeats)
 
 
 BENCHES = {
@@ -364,6 +252,7 @@ BENCHES = {
     "closed_loop": bench_closed_loop,
     "cosserat10": bench_cosserat,
     "helicoid": bench_helicoid,
+    "soromox": bench_soromox,
 }
 
 
@@ -390,6 +279,8 @@ def main() -> None:
         help="generalized-α's step in closed_loop (at 10 ms its Newton does not converge)",
     )
     parser.add_argument("--degree", type=int, default=6, help="helicoid rule's moment degree")
+    parser.add_argument("--soromox-segments", type=int, default=4)
+    parser.add_argument("--soromox-t-final", type=float, default=0.5)
     parser.add_argument("--tol", type=float, default=1e-3, help="max |q − q_ref| accepted")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
@@ -400,7 +291,6 @@ def main() -> None:
         help="the implicit schemes' Newton variants compared on cosserat10 and helicoid",
     )
     args = parser.parse_args()
-    soromox_line()
     for name in args.only:
         BENCHES[name](args)
 

@@ -9,14 +9,13 @@ same in both libraries, from the same bent configuration at rest, no input, over
   with its own RK4 at `dt`.
 
 Each rollout is one jitted program: first call (trace + compile + run) and the minimum over
-`repeats` calls of the whole rollout, on the grid `save_dt`; the agreement is the largest
-`|q − q_SoRoMoX|` on that grid (float64; SoRoMoX with exact Gauss nodes).
+`repeats` rounds of the whole rollouts, called in turn (`_runs.timed_runs`), on the grid
+`save_dt`; the agreement is the largest `|q − q_SoRoMoX|` on that grid (float64; SoRoMoX with
+exact Gauss nodes).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import diffrax
@@ -28,6 +27,7 @@ import softrigid as sr
 
 try:
     from _peers_pcs import planar_pcs_chain, planar_pcs_state, soromox_planar_pcs_model
+    from _runs import timed_runs
     from _timing import emit, machine
 except ImportError:  # run as a module
     from benchmarks._peers_pcs import (
@@ -35,23 +35,11 @@ except ImportError:  # run as a module
         planar_pcs_state,
         soromox_planar_pcs_model,
     )
+    from benchmarks._runs import timed_runs
     from benchmarks._timing import emit, machine
 
 DT = 1e-4  # s: SoRoMoX's default solver step
 SAVE_DT = 0.01  # s: the compared grid
-
-
-def _timed(run: Callable[[], Any], repeats: int) -> tuple[np.ndarray, float, float]:
-    """`(q on the grid, first call s, min s over repeats)` of a rollout."""
-    start = time.perf_counter()
-    q = np.asarray(jax.block_until_ready(run()))
-    first = time.perf_counter() - start
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(run())
-        best = min(best, time.perf_counter() - start)
-    return q, first, best
 
 
 def compare(n: int, t_final: float, dt: float, save_dt: float, repeats: int) -> dict[str, Any]:
@@ -63,12 +51,11 @@ def compare(n: int, t_final: float, dt: float, save_dt: float, repeats: int) -> 
     q0 = jnp.asarray(planar_pcs_state(n, seed=0)[0])
     zero = jnp.zeros_like(q0)
     ts = jnp.arange(round(t_final / save_dt) + 1) * save_dt
-    state = sx.SystemState(t=jnp.asarray(0.0), y=jnp.concatenate([q0, zero]))
 
     @jax.jit
     def soromox_rollout(y0: jax.Array) -> jax.Array:
         out = model.rollout_to(
-            sx.SystemState(t=state.t, y=y0), t1=t_final, solver_dt=dt, save_ts=ts
+            sx.SystemState(t=jnp.asarray(0.0), y=y0), t1=t_final, solver_dt=dt, save_ts=ts
         )
         return out.y[:, : n * 3]
 
@@ -100,17 +87,19 @@ def compare(n: int, t_final: float, dt: float, save_dt: float, repeats: int) -> 
         "softrigid_tsit5": lambda: softrigid_tsit5(y0),
         "softrigid_rk4": softrigid_rk4,
     }
-    results = {name: _timed(run, repeats) for name, run in runs.items()}
-    reference = results["soromox_tsit5"][0]
+    timings = timed_runs(runs, repeats)  # in alternation: the runs see the same load
+    reference = np.asarray(timings["soromox_tsit5"]["traj"])
     return {
         name: {
-            "first_call_s": first,
-            "min_s": best,
-            "real_time_factor": t_final / best,
-            "per_step_us": 1e6 * best * dt / t_final,
-            "max_abs_dev_q_from_soromox": float(np.max(np.abs(q - reference))),
+            "first_call_s": t["first_call_s"],
+            "min_s": t["min_s"],
+            "median_s": t["median_s"],
+            "cpu_min_s": t["cpu_min_s"],
+            "real_time_factor": t_final / t["min_s"],
+            "per_step_us": 1e6 * t["min_s"] * dt / t_final,
+            "max_abs_dev_q_from_soromox": float(np.max(np.abs(np.asarray(t["traj"]) - reference))),
         }
-        for name, (q, first, best) in results.items()
+        for name, t in timings.items()
     }
 
 

@@ -1,15 +1,21 @@
 """Small numerical kernels shared by the whole package.
 
 The coefficient functions of rotations and rigid motions have removable singularities at zero
-angle. They are written in `t = θ²` with the double-`where` pattern and a Taylor series below
-`t < 0.09`, so that values and derivatives of every order used by the dynamics (up to 3) are
-finite and exact at `t = 0` (`bodies.md`):
+angle. They are Stumpff functions of `t = θ²` (entire in `t`),
 
-    A(t) = sin θ / θ,    B(t) = (1 − cos θ) / θ²,    C(t) = (θ − sin θ) / θ³.
+    c_k(t) = Σ_j (−t)^j / (k + 2j)!:   A = c_1 = sin θ / θ,   B = c_2 = (1 − cos θ) / θ²,
+                                        C = c_3 = (θ − sin θ) / θ³,
+
+evaluated by their series below `t = 4` and from `cos θ`, `sin θ / θ` and `t c_{k+2} = 1/k! − c_k`
+above (a double `where`, never differentiated), with the derivative of every order given by
+the identity `dc_k/dt = (k c_{k+2} − c_{k+1}) / 2` (a custom JVP): the derivative programs stay
+as small as the values, and derivatives of every order are finite and exact at `t = 0`
+(`bodies.md`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -28,13 +34,14 @@ __all__ = [
     "sinc",
     "skew",
     "small_dot",
+    "stumpff",
     "vee",
 ]
 
-_THRESHOLD = 0.09
-_A_SERIES = (1.0, -1 / 6, 1 / 120, -1 / 5040, 1 / 362880, -1 / 39916800)
-_B_SERIES = (1 / 2, -1 / 24, 1 / 720, -1 / 40320, 1 / 3628800, -1 / 479001600)
-_C_SERIES = (1 / 6, -1 / 120, 1 / 5040, -1 / 362880, 1 / 39916800, -1 / 6227020800)
+# The Stumpff functions: series below _STUMPFF_SPLIT (θ = 2), where 14 terms reach rounding; the
+# recurrence above it divides the rounding error of c_0, c_1 by t ≥ 4 at every second order.
+_STUMPFF_SPLIT = 4.0
+_STUMPFF_TERMS = 14
 
 
 def _horner(coeffs: tuple[float, ...], t: Array) -> Array:
@@ -55,37 +62,61 @@ def small_dot(a: Array, b: Array) -> Array:
     return out
 
 
-def _safe(t: Array, exact: callable, series: tuple[float, ...]) -> Array:
-    # Double where: the exact branch never sees t < threshold, the series never sees large t.
+def _stumpff_closed(k: int, t: Array) -> Array:
+    # c_0 = cos θ, c_1 = sin θ / θ, c_k = (1/(k − 2)! − c_{k−2}) / t
+    if k == 0:
+        return jnp.cos(jnp.sqrt(t))
+    if k == 1:
+        theta = jnp.sqrt(t)
+        return jnp.sin(theta) / theta
+    return (1.0 / math.factorial(k - 2) - _stumpff_closed(k - 2, t)) / t
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def stumpff(k: int, t: Array) -> Array:
+    """The Stumpff function `c_k(t) = Σ_j (−t)^j / (k + 2j)!` for `t ≥ 0` (`k ≥ 0` static):
+    `c_0 = cos θ`, `c_1 = sin θ/θ`, `c_2 = (1 − cos θ)/θ²`, `c_3 = (θ − sin θ)/θ³` with `θ = √t`.
+
+    Series (Horner, 14 terms) for `t < 4`, the recurrence `c_k = (1/(k − 2)! − c_{k−2}) / t`
+    from `cos θ`, `sin θ / θ` above; rounding-accurate. Derivatives by the custom JVP
+    `dc_k/dt = (k c_{k+2} − c_{k+1}) / 2`, exact to every order and cheap (two more Stumpff
+    functions per order, sharing their `cos θ`, `sin θ`).
+    """
     t = jnp.asarray(t)
-    small = t < _THRESHOLD
-    t_big = jnp.where(small, _THRESHOLD, t)
-    t_small = jnp.where(small, t, 0.0)
-    return jnp.where(small, _horner(series, t_small), exact(jnp.sqrt(t_big)))
+    small = t < _STUMPFF_SPLIT
+    coeffs = tuple((-1.0) ** j / math.factorial(k + 2 * j) for j in range(_STUMPFF_TERMS))
+    series = _horner(coeffs, jnp.where(small, t, 0.0))
+    return jnp.where(small, series, _stumpff_closed(k, jnp.where(small, _STUMPFF_SPLIT, t)))
+
+
+@stumpff.defjvp
+def _stumpff_jvp(k: int, primals: tuple[Array], tangents: tuple[Array]) -> tuple[Array, Array]:
+    (t,), (dt,) = primals, tangents
+    # dc_k/dt = (k c_{k+2} − c_{k+1}) / 2
+    rate = 0.5 * (k * stumpff(k + 2, t) - stumpff(k + 1, t))
+    return stumpff(k, t), rate * dt
 
 
 def coef_a(t: Array) -> Array:
-    """`A(t) = sin θ / θ` with `t = θ²`; smooth at 0."""
-    return _safe(t, lambda th: jnp.sin(th) / th, _A_SERIES)
+    """`A(t) = sin θ / θ = c_1(t)` with `t = θ²`; smooth at 0."""
+    return stumpff(1, t)
 
 
 def coef_b(t: Array) -> Array:
-    """`B(t) = (1 − cos θ) / θ² = 2 sin²(θ/2) / θ²` with `t = θ²`; smooth at 0."""
-    return _safe(t, lambda th: 2.0 * jnp.sin(0.5 * th) ** 2 / th**2, _B_SERIES)
+    """`B(t) = (1 − cos θ) / θ² = c_2(t)` with `t = θ²`; smooth at 0."""
+    return stumpff(2, t)
 
 
 def coef_c(t: Array) -> Array:
-    """`C(t) = (θ − sin θ) / θ³` with `t = θ²`; smooth at 0."""
-    return _safe(t, lambda th: (th - jnp.sin(th)) / th**3, _C_SERIES)
+    """`C(t) = (θ − sin θ) / θ³ = c_3(t)` with `t = θ²`; smooth at 0."""
+    return stumpff(3, t)
 
 
 def sinc(u: Array) -> Array:
-    """Unnormalized `sin(u)/u`, smooth at 0 (series below `u² < 0.09`); `jnp.sinc` is the
-    normalized one and inaccurate in its derivatives near 0."""
+    """Unnormalized `sin(u)/u = c_1(u²)`, smooth at 0 with exact derivatives of every order
+    (`jnp.sinc` is the normalized one and inaccurate in its derivatives near 0)."""
     u = jnp.asarray(u)
-    small = u * u < _THRESHOLD
-    exact = jnp.sin(u) / jnp.where(small, 1.0, u)
-    return jnp.where(small, _horner(_A_SERIES, jnp.where(small, u * u, 0.0)), exact)
+    return stumpff(1, u * u)
 
 
 def skew(w: Array) -> Array:

@@ -1,0 +1,66 @@
+"""The Stumpff coefficient functions of `softrigid._math` against an exact rational oracle."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from softrigid._math import coef_a, coef_b, coef_c, sinc, stumpff
+
+# below, at and above the series/recurrence split (t = 4), and far out
+POINTS = (0.0, 1e-8, 0.05, 0.09, 0.5, 2.0, 3.999, 4.0, 4.001, 9.0, 30.0, 100.0)
+# relative tolerance per derivative order (higher orders lose digits to cancellation at large t)
+TOLERANCE = (5e-16, 2e-15, 4e-13, 1e-12)
+
+
+def exact(k: int, t: float, order: int) -> float:
+    """`d^n c_k / dt^n = Σ_{j ≥ n} (−1)^j j!/(j − n)! t^{j−n} / (k + 2j)!` in rationals."""
+    x, total, j = Fraction(t), Fraction(0), order
+    while True:
+        term = Fraction((-1) ** j * math.perm(j, order), math.factorial(k + 2 * j))
+        term *= x ** (j - order)
+        total += term
+        if j > order + 10 and abs(term) < Fraction(1, 10**40) * max(abs(total), Fraction(1)):
+            return float(total)
+        j += 1
+
+
+def derivative(fn, order: int):
+    for _ in range(order):
+        fn = jax.grad(fn)
+    return jax.jit(fn)
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3])
+@pytest.mark.parametrize("order", [0, 1, 2, 3])
+def test_stumpff_values_and_derivatives_are_exact(k, order):
+    fn = derivative(lambda t: stumpff(k, t), order)
+    for t in POINTS:
+        got, want = float(fn(jnp.float64(t))), exact(k, t, order)
+        assert abs(got - want) <= TOLERANCE[order] * abs(want), (k, order, t, got, want)
+
+
+def test_rotation_coefficients_are_the_stumpff_functions():
+    t = jnp.array([0.0, 0.3, 2.5, 7.0])
+    theta = np.sqrt(np.asarray(t[1:]))
+    np.testing.assert_allclose(coef_a(t)[1:], np.sin(theta) / theta, rtol=1e-15)
+    np.testing.assert_allclose(coef_b(t)[1:], (1 - np.cos(theta)) / theta**2, rtol=1e-14)
+    np.testing.assert_allclose(coef_c(t)[1:], (theta - np.sin(theta)) / theta**3, rtol=1e-13)
+    np.testing.assert_allclose([coef_a(t)[0], coef_b(t)[0], coef_c(t)[0]], [1, 0.5, 1 / 6])
+    u = jnp.array([-3.0, -0.2, 0.0, 0.2, 3.0])
+    np.testing.assert_allclose(sinc(u), np.sinc(np.asarray(u) / np.pi), rtol=1e-15)
+    # odd derivatives of the even sinc vanish at 0; the second is c_1'(0) · 2 = −1/3
+    assert float(derivative(sinc, 3)(0.0)) == 0.0
+    np.testing.assert_allclose(float(derivative(sinc, 2)(0.0)), -1 / 3, rtol=1e-15)
+
+
+def test_stumpff_batches():
+    t = jnp.linspace(0.0, 20.0, 41)
+    batched = jax.vmap(jax.grad(lambda x: stumpff(2, x)))(t)
+    one_by_one = [float(jax.grad(lambda x: stumpff(2, x))(x)) for x in t]
+    np.testing.assert_array_equal(np.asarray(batched), np.asarray(one_by_one))

@@ -393,6 +393,28 @@ def test_bend3d_per_body_backbone_equals_the_per_point_rule():
         lean.check(jnp.array([[0.0, 0.0, 1.5 * L]]), jnp.zeros(8))
 
 
+def test_bend3d_series_derivative_is_the_exact_tangent():
+    """With a coarse backbone series (6 nodes) the positions carry its interpolation error, but
+    `∂f/∂x` uses the exact tangent (the series' custom JVP): `det ∂f/∂x = 1` to rounding, and the
+    `x`-Jacobian equals the per-point rule's (20 Gauss nodes) to rounding."""
+    lean = lvp.helicoid_segment(L)
+    prims = list(lean.primitives)
+    bend = prims[3]
+    prims[3] = lvp.Bend3D(bend.modes1, bend.modes2, n_gauss=20, n_series=6)
+    coarse = lvp.Composite(tuple(prims), lean.index, lean.n_q, lean.length)
+    per_point = lvp.Composite(tuple(prims), lean.index, lean.n_q, None)
+    x = jnp.asarray(points(False, 12))
+    q = jnp.asarray([0.3, 1.5, -2.0, -1.0, 3.0, 0.5, 0.01, -0.02])
+
+    def jac_x(k):
+        return jax.vmap(jax.jacfwd(k, 0), (0, None))(x, q)
+
+    positions = jax.vmap(coarse, (0, None))(x, q) - jax.vmap(per_point, (0, None))(x, q)
+    assert np.abs(positions).max() > 1e-9  # the series is coarse
+    np.testing.assert_allclose(jac_x(coarse), jac_x(per_point), rtol=0, atol=1e-13)
+    np.testing.assert_allclose(jnp.linalg.det(jac_x(coarse)), 1.0, rtol=0, atol=1e-13)
+
+
 def test_psi_root():
     """ψ³ − ψ = u on the branch ψ(0) = 1 against numpy.roots, derivatives against the implicit
     function theorem (ψ' = 1/(3ψ² − 1), ψ'' = −6ψ ψ'³), NaN below u = −2/√27."""

@@ -115,7 +115,8 @@ class Bend3D(Primitive):
     `r(z)` is the exact integral of that interpolant, a Chebyshev series summed per point
     (`chebyshev_integral`, `chebyshev_basis`), instead of `n_gauss` evaluations with trigonometry per
     point; spectrally accurate (rounding for `|Θ| ≲ 3.5` with 20 nodes, where the per-point rule
-    of 8 nodes is at ~1e-11).
+    of 8 nodes is at ~1e-11). Its derivative along `z` is the exact tangent `ν3 R e3` at the
+    point (a custom JVP), so `∂h/∂x`, and `det = 1`, never depend on the series.
 
     Args:
         modes1, modes2: mode functions of `κ1` and `κ2` (either may be `None`).
@@ -193,8 +194,7 @@ class Bend3D(Primitive):
         `[0, z]`, or, with the per-body `series` of `prepare`, by its Chebyshev series."""
         if series is not None:
             coefficients, span = series
-            y = 2.0 * z / span - 1.0
-            return chebyshev_basis(y, coefficients.shape[0]) @ coefficients
+            return _series_position(self, z, q, coefficients, span)
         t_nodes, w = gauss_legendre(self.n_gauss)
         s = z * jnp.asarray(t_nodes, dtype=jnp.result_type(z, float))
         tangents = jax.vmap(lambda si: self._tangent(si, q))(s)
@@ -202,11 +202,13 @@ class Bend3D(Primitive):
 
     def prepare(self, q: Array, span: Array | None) -> Any:
         """The backbone on `[0, span]` as a Chebyshev series `(n_series + 1, 3)` (with `span`):
-        `r(z) = (Z/2) Σ_k b_k T_k(2z/Z − 1)`, `b = P (ν3 R e3)(s_j)`; `None` without a span."""
+        `r(z) = (Z/2) Σ_k b_k T_k(2z/Z − 1)`, `b = P (ν3 R e3)(s_j)`; `None` without a span.
+        The range `Z` is held constant under differentiation (`r` does not depend on it, see
+        `_series_position`)."""
         if span is None:
             return None
         y, p = chebyshev_integral(self.n_series)
-        span = jnp.asarray(span, dtype=q.dtype)
+        span = jax.lax.stop_gradient(jnp.asarray(span, dtype=q.dtype))
         s = 0.5 * span * (1.0 + jnp.asarray(y, dtype=q.dtype))
         tangents = jax.vmap(lambda si: self._tangent(si, q))(s)
         return 0.5 * span * (jnp.asarray(p, dtype=q.dtype) @ tangents), span
@@ -244,3 +246,28 @@ class Bend3D(Primitive):
 
     def condition(self) -> str:
         return "ν3 > 0 and u = (2/3)(κ̃1 x2 − κ̃2 x1)/ν3^{3/2} > −2/√27"
+
+
+@jax.custom_jvp
+def _series_position(bend: Bend3D, z: Array, q: Array, coefficients: Array, span: Array) -> Array:
+    """`r(z) = Σ_k b_k T_k(2z/Z − 1)` `(3,)`, the per-body backbone series of `Bend3D.prepare`.
+
+    Its derivative (custom JVP) is that of the backbone it interpolates: along `z` the exact
+    tangent `∂r/∂z = ν3 R e3` at `z` (not the interpolant's derivative, a Chebyshev sum of its
+    own per tangent), along the coefficients `b` their series; `r(z) = ∫_0^z ν3 R e3` does not
+    depend on the interpolation range `Z`, so `Z` has no tangent. Hence `∂f/∂x` and its
+    derivatives never sum the series (`det ∂f/∂x = 1` to rounding whatever `n_series`), and
+    the `q`-derivatives sum it once per tangent.
+    """
+    del q
+    return chebyshev_basis(2.0 * z / span - 1.0, coefficients.shape[0]) @ coefficients
+
+
+@_series_position.defjvp
+def _series_position_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+    bend, z, q, coefficients, span = primals
+    _, dz, _, dc, _ = tangents
+    r = _series_position(bend, z, q, coefficients, span)
+    # dr = (ν3 R e3)(z) dz + Σ_k db_k T_k(y)
+    basis = chebyshev_basis(2.0 * z / span - 1.0, coefficients.shape[0])
+    return r, bend._tangent(z, q) * dz + basis @ dc

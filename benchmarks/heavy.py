@@ -12,8 +12,8 @@ Robots (float64, the CPU backend):
 Per robot and rule (`compressed`: `compress(from_mesh(degree=4), 6)`, the README's default;
 `mesh`: `from_mesh(degree=1)`, the full mesh), each function wrapped in `jax.jit`: first call
 (trace + compile + run) and steady-state time per call (median of batches, `_timing.time_call`)
-of `inverse_dynamics`, `mass_inverse_dynamics`, `elastic_force + damping_force` and
-`inverse_dynamics_derivatives`; the same-run reference is the map and its `q`-Jacobian at every
+of `inverse_dynamics`, `mass_inverse_dynamics`, `elastic_force + damping_force` (two calls),
+`internal_force` (the same sum in one call) and `inverse_dynamics_derivatives`; the same-run reference is the map and its `q`-Jacobian at every
 node of every body (`jax.jacfwd` of `map_points`), and the ratio `ID / (map + Jacobian)`. For the
 compressed rule, the relative error of `M`, `ID`, `g` and `s` against the reference rule
 `from_mesh(degree=4)` at one seeded state. Peak resident memory of the process at the end
@@ -114,6 +114,7 @@ def functions(robot: sr.Robot) -> dict[str, Any]:
         "elastic_plus_damping": lambda r, q, qd, qdd: (
             sr.elastic_force(r, q) + sr.damping_force(r, q, qd)
         ),
+        "internal_force": lambda r, q, qd, qdd: sr.internal_force(r, q, qd),
         "derivatives": lambda r, q, qd, qdd: sr.inverse_dynamics_derivatives(r, q, qd, qdd),
     }
     return {name: jax.jit(fn) for name, fn in fns.items()}

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-__all__ = ["second_directional", "value_and_jacfwd"]
+__all__ = ["directional_pair", "second_directional", "value_and_jacfwd"]
 
 
 def value_and_jacfwd(
@@ -37,3 +37,12 @@ def second_directional(fn: Callable[[Array], Any], q: Array, qd: Array) -> Any:
     if q.shape[0] == 0:
         return jax.tree_util.tree_map(jnp.zeros_like, fn(q))
     return jax.jvp(lambda x: jax.jvp(fn, (x,), (qd,))[1], (q,), (qd,))[1]
+
+
+def directional_pair(fn: Callable[[Array], Any], q: Array, qd: Array) -> tuple[Any, Any]:
+    """`(∂fn/∂q[q̇], ∂²fn/∂q²[q̇, q̇])` for a pytree-valued `fn`, from one jvp of a jvp (the
+    outer jvp's primal is the inner tangent)."""
+    if q.shape[0] == 0:
+        zeros = jax.tree_util.tree_map(jnp.zeros_like, fn(q))
+        return zeros, zeros
+    return jax.jvp(lambda x: jax.jvp(fn, (x,), (qd,))[1], (q,), (qd,))

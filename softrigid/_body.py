@@ -37,12 +37,14 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from ._ad import directional_pair, value_and_jacfwd
 from ._math import rmatvec, skew, vee
 
 __all__ = [
     "Body",
     "BodyWrench",
     "MassMoments",
+    "Pose",
     "VelocityMoments",
     "dalembert_wrench",
     "generalized_inertia",
@@ -70,6 +72,10 @@ class VelocityMoments(NamedTuple):
     generalized: Array  # Σ m J_jᵀ h (n,)
 
 
+Pose = tuple[Array, Array]
+"""A pose `(R (3, 3), t (3,))`, or its derivatives `(∂R, ∂t)` (tangent axis last)."""
+
+
 class BodyWrench(NamedTuple):
     """D'Alembert resultants of a body, in its distal frame `S_i`."""
 
@@ -82,8 +88,11 @@ class Body(abc.ABC):
     """What the recursion needs from a body `B_i` with `n_q` coordinates `q_B`.
 
     Position level (once per `q`): `distal_pose`, `position_terms` (its `MassMoments` and any
-    body-specific data for the velocity level). Velocity level (once per `(q, q̇)`):
-    `velocity_terms`. Energies for `s = ∂U/∂q + ∂R/∂q̇`: `elastic_energy`, `dissipation` (zero
+    body-specific data for the velocity level); `position_level` gives both with the distal
+    pose's Jacobian. Velocity level (once per `(q, q̇)`): `velocity_terms`, and
+    `velocity_level` with the distal pose's first and second directional derivatives. A body
+    whose terms map its distal frame anyway overrides the two `*_level` methods so that the
+    pose's derivatives come from the same pass. Energies for `s = ∂U/∂q + ∂R/∂q̇`: `elastic_energy`, `dissipation` (zero
     unless the body has a material). Points: `map_points` (material points in the proximal frame),
     `local_points` (in `S_i`) and `mass_points` (mass-carrying points in the proximal frame,
     for gravity and plotting).
@@ -102,6 +111,20 @@ class Body(abc.ABC):
     @abc.abstractmethod
     def velocity_terms(self, data: Any, q: Array, qd: Array) -> VelocityMoments:
         """The moments of `h_k` at `(q_B, q̇_B)`, given the position-level `data`."""
+
+    def position_level(self, q: Array) -> tuple[Pose, Pose, MassMoments, Any]:
+        """`((R_B, t_B), (∂R_B/∂q_B, ∂t_B/∂q_B), moments, data)`: the distal pose, its
+        Jacobian (tangent axis last) and `position_terms` (default: forward mode over
+        `distal_pose`)."""
+        pose, d_pose = value_and_jacfwd(self.distal_pose, q)
+        return pose, d_pose, *self.position_terms(q)
+
+    def velocity_level(self, data: Any, q: Array, qd: Array) -> tuple[Pose, Pose, VelocityMoments]:
+        """`((Ṙ_B, ṫ_B), (∂²R_B[q̇, q̇], ∂²t_B[q̇, q̇]), moments)` at `(q_B, q̇_B)`: the distal
+        pose's directional derivatives along `q̇_B` and `velocity_terms` (default: a jvp of a
+        jvp of `distal_pose`)."""
+        rate, bias = directional_pair(self.distal_pose, q, qd)
+        return rate, bias, self.velocity_terms(data, q, qd)
 
     @abc.abstractmethod
     def map_points(self, q: Array, points: Array) -> Array:

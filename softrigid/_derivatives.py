@@ -71,8 +71,8 @@ class _Rates(NamedTuple):
     internal: Array
 
 
-def _rates(link: Link, q: Array, qd: Array, rot: Array, data: Any) -> _Rates:
-    a_bias, dw_bias, body = rec.link_bias(link, q, qd, rot, data)
+def _rates(link: Link, q: Array, qd: Array, rot: Array, trans: Array, data: Any) -> _Rates:
+    a_bias, dw_bias, body = rec.link_bias(link, q, qd, rot, trans, data)
     return _Rates(a_bias, dw_bias, body, link_internal_force(link, q, qd))
 
 
@@ -81,11 +81,15 @@ def _link_terms(link: Link, q: Array, qd: Array) -> tuple:
 
     def at(x: Array) -> tuple[_Position, _Rates, Any]:
         rot, trans, jac_t, jac_w, moments, data = rec.link_position(link, x)
-        return _Position(rot, trans, jac_t, jac_w, moments), _rates(link, x, qd, rot, data), data
+        return (
+            _Position(rot, trans, jac_t, jac_w, moments),
+            _rates(link, x, qd, rot, trans, data),
+            data,
+        )
 
     # the body data's own tangents are unused (and dropped by the compiler)
     (pos, rates, data), (d_pos, d_rates, _) = value_and_jacfwd(at, q)
-    d_rates_qd = value_and_jacfwd(lambda y: _rates(link, q, y, pos.rot, data), qd)[1]
+    d_rates_qd = value_and_jacfwd(lambda y: _rates(link, q, y, pos.rot, pos.trans, data), qd)[1]
     return pos, d_pos, rates, d_rates, d_rates_qd
 
 

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from ._ad import second_directional, value_and_jacfwd
+from ._ad import directional_pair, value_and_jacfwd
 from ._body import BodyWrench, MassMoments, VelocityMoments, dalembert_wrench
 from ._math import contract, matmul, matvec, rmatvec, vee
 from ._model import Link, Robot
@@ -156,19 +156,23 @@ class LinkPosition(NamedTuple):
     body_data: tuple[Any, ...]  # the bodies' position-level data per group
 
 
-def _link_pose(link: Link, q: Array) -> tuple[Array, Array]:
-    # T_i(q_i) = T_J(q_Ji) · T_B(q_Bi)
-    nj = link.joint.n_q
-    rj, tj = link.joint.transform(q[:nj])
-    rb, tb = link.body.distal_pose(q[nj:])
-    return matmul(rj, rb), tj + matvec(rj, tb)
-
-
 def link_position(link: Link, q: Array) -> tuple:
-    (rot, trans), (drot, dtrans) = value_and_jacfwd(lambda x: _link_pose(link, x), q)
+    """A link's pose `T_i = T_J(q_J) T_B(q_B)` with its Jacobians and its body's mass moments:
+    `(R_i, t_i, ∂t_i/∂q_i, G_i, moments, data)`."""
+    nj = link.joint.n_q
+    (rj, tj), (drj, dtj) = value_and_jacfwd(link.joint.transform, q[:nj])
+    (rb, tb), (drb, dtb), moments, data = link.body.position_level(q[nj:])
+    # R_i = R_J R_B, t_i = t_J + R_J t_B
+    rot, trans = matmul(rj, rb), tj + matvec(rj, tb)
+    # ∂/∂q_J: (∂R_J R_B, ∂t_J + ∂R_J t_B);  ∂/∂q_B: (R_J ∂R_B, R_J ∂t_B)
+    drot = jnp.concatenate(
+        [jnp.einsum("abj,bc->acj", drj, rb), jnp.einsum("ab,bcj->acj", rj, drb)], axis=-1
+    )
+    dtrans = jnp.concatenate(
+        [dtj + jnp.einsum("abj,b->aj", drj, tb), jnp.einsum("ab,bj->aj", rj, dtb)], axis=-1
+    )
     # skew(G_i[:, j]) = (∂R_i/∂q_j) R_iᵀ
     jac_w = vee(jnp.einsum("abj,cb->jac", drot, rot)).T
-    moments, data = link.body.position_terms(q[link.joint.n_q :])
     return rot, trans, dtrans, jac_w, moments, data
 
 
@@ -209,11 +213,27 @@ class Velocity(NamedTuple):
     body: tuple[VelocityMoments, ...]  # per group, the bodies' moments of ∂²p[q̇, q̇]
 
 
-def link_bias(link: Link, q: Array, qd: Array, rot: Array, data: Any) -> tuple:
-    d2rot, d2trans = second_directional(lambda x: _link_pose(link, x), q, qd)
-    nj = link.joint.n_q
+def link_bias(
+    link: Link, q: Array, qd: Array, rot: Array, trans: Array, data: Any
+) -> tuple[Array, Array, VelocityMoments]:
+    """`(∂²t_i[q̇_i, q̇_i], vee(∂²R_i[q̇_i, q̇_i] R_iᵀ), moments of h)` of a link at pose
+    `(R_i, t_i)`, from the joint's and the body's directional derivatives."""
+    nj, nb = link.joint.n_q, link.body.n_q
+    rj, tj = link.joint.transform(q[:nj])
+    (vrj, _), (arj, atj) = directional_pair(link.joint.transform, q[:nj], qd[:nj])
+    (vrb, vtb), (arb, atb), body = link.body.velocity_level(data, q[nj:], qd[nj:])
+    # R̈ = R̈_J R_B + 2 Ṙ_J Ṙ_B + R_J R̈_B,  ẗ = ẗ_J + R̈_J t_B + 2 Ṙ_J ṫ_B + R_J ẗ_B,
+    # with T_B = T_Jᵀ T_i (the terms of a joint or body without coordinates left out)
+    d2rot, d2trans = jnp.zeros_like(rot), jnp.zeros_like(trans)
+    if nj:
+        rb, tb = rj.T @ rot, rmatvec(rj, trans - tj)
+        d2rot, d2trans = matmul(arj, rb), atj + matvec(arj, tb)
+    if nb:
+        d2rot, d2trans = d2rot + matmul(rj, arb), d2trans + matvec(rj, atb)
+    if nj and nb:
+        d2rot, d2trans = d2rot + 2.0 * matmul(vrj, vrb), d2trans + 2.0 * matvec(vrj, vtb)
     # d/dt (Ṙ Rᵀ) = R̈ Rᵀ + Ṙ Ṙᵀ, whose second term is symmetric: ω̇_rel = vee(R̈ Rᵀ)
-    return d2trans, vee(d2rot @ rot.T), link.body.velocity_terms(data, q[nj:], qd[nj:])
+    return d2trans, vee(d2rot @ rot.T), body
 
 
 def relative_rates(robot: Robot, pos: LinkPosition, x: Array) -> tuple[Array, Array]:
@@ -230,7 +250,13 @@ def velocity_level(robot: Robot, pos: LinkPosition, q: Array, qd: Array) -> Velo
     """The `q̇`-dependent terms of the relative motions at `(q, q̇)`."""
     v_rel, w_rel = relative_rates(robot, pos, qd)
     parts = map_groups(
-        robot, link_bias, coords(q), coords(qd), rows(pos.rot), grouped(pos.body_data)
+        robot,
+        link_bias,
+        coords(q),
+        coords(qd),
+        rows(pos.rot),
+        rows(pos.trans),
+        grouped(pos.body_data),
     )
     a_bias, dw_bias, body = zip(*parts)
     return Velocity(qd, w_rel, v_rel, concat(list(a_bias)), concat(list(dw_bias)), body)

@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ._ad import second_directional, value_and_jacfwd
-from ._body import Body, MassMoments, VelocityMoments
+from ._ad import directional_pair, value_and_jacfwd
+from ._body import Body, MassMoments, Pose, VelocityMoments
 from ._checks import check_density, check_material_point
 from ._math import normalize, rmatvec, vee
 from ._module import is_concrete, module, rounding_tolerance, static
@@ -192,10 +192,11 @@ class SoftBody(Body):
         """`f(x, q_B)` for material points `(M, 3)`, in the proximal frame."""
         return self.kinematics.map_points(points, q)
 
-    def _nodes(self, q: Array) -> Array:
-        """The quadrature nodes in `S_i` (one backbone evaluation per axial row). Without rows
-        the frame points are mapped in the same call as the nodes, so a map's per-body work
-        (a `Composite`'s `prepare`) is done once."""
+    def _nodes(self, q: Array) -> tuple[Array, Pose]:
+        """The quadrature nodes in `S_i` and the distal pose `(R_B, t_B)` they were placed with
+        (one backbone evaluation per axial row). Without rows the frame points are mapped in
+        the same call as the nodes, so a map's per-body work (a `Composite`'s `prepare`) is
+        done once, for the nodes and the pose and their derivatives."""
         n_axial = self.volume.n_axial
         if self.kinematics.exact_distal or n_axial is not None:
             rot, trans = self.distal_pose(q)
@@ -205,7 +206,7 @@ class SoftBody(Body):
             both = jnp.concatenate([self.volume.points, self.frame_points.astype(q.dtype)])
             images = self.kinematics.map_points(both, q)
             pts, (rot, trans) = images[:k], self._pose_from(images[k:])
-        return rmatvec(rot, pts - trans)
+        return rmatvec(rot, pts - trans), (rot, trans)
 
     def _section(self) -> tuple[Array, Array, Array, Array]:
         """Rows of a tensor-product volume: axial nodes `x3` (R,), row masses (R,), and the
@@ -220,23 +221,28 @@ class SoftBody(Body):
         s2 = (section * ws[:, None]).T @ section
         return rows[:, 0, 2], self.density * jnp.sum(w, 1), s1, s2
 
-    def _row_frames(self, x3: Array, q: Array) -> tuple[Array, Array]:
+    def _row_frames(self, x3: Array, q: Array) -> tuple[tuple[Array, Array], Pose]:
+        """`(a, A)` of the rows and the distal pose `(R_B, t_B)` they are placed with."""
         # p = R_Bᵀ (r(x3) − t_B) + R_Bᵀ rot(x3) (x1, x2, 0) = a + A (x1, x2)
         rot_b, t_b = self.distal_pose(q)
         r, rot = self.kinematics.backbone(x3, q)
-        return rmatvec(rot_b, r - t_b), jnp.einsum("ia,rib->rab", rot_b, rot[:, :, :2])
+        frames = rmatvec(rot_b, r - t_b), jnp.einsum("ia,rib->rab", rot_b, rot[:, :, :2])
+        return frames, (rot_b, t_b)
 
-    def _rows(self, q: Array) -> Rows:
-        """`z_r` of a rod's rows (position level) with the row weights and `M3`."""
+    def _rows(self, q: Array) -> tuple[Rows, Pose, Pose]:
+        """`z_r` of a rod's rows (position level) with the row weights and `M3`, and the distal
+        pose with its Jacobian."""
         x3, wr, s1, s2 = self._section()
-        (a, big_a), (da, dbig_a) = value_and_jacfwd(lambda x: self._row_frames(x3, x), q)
+        ((a, big_a), pose), ((da, dbig_a), d_pose) = value_and_jacfwd(
+            lambda x: self._row_frames(x3, x), q
+        )
         offset = _stack_u(a, da)
         slope = jnp.concatenate([big_a, jnp.moveaxis(dbig_a, 3, 1).reshape(a.shape[0], -1, 2)], 1)
         m3 = jnp.block([[jnp.ones((1, 1), q.dtype), s1[None]], [s1[:, None], s2]])
-        return Rows(jnp.concatenate([offset[..., None], slope], -1), wr, m3)
+        return Rows(jnp.concatenate([offset[..., None], slope], -1), wr, m3), pose, d_pose
 
-    def _node_terms(self, q: Array) -> tuple[MassMoments, Nodes]:
-        points, jac = value_and_jacfwd(self._nodes, q, tangent_axis=0)
+    def _node_terms(self, q: Array) -> tuple[Pose, Pose, MassMoments, Nodes]:
+        (points, pose), (jac, d_pose) = value_and_jacfwd(self._nodes, q, tangent_axis=0)
         u = jnp.concatenate([points[None], jac])
         w = self.mass_weights
         # Σ m u_a (1 + n, 3),  Σ m u_a u_bᵀ (1 + n, 3, 1 + n, 3)
@@ -250,13 +256,15 @@ class SoftBody(Body):
             jac_second=second[1:, :, 0],
             jac_jac=jnp.transpose(second[1:, :, 1:], (0, 2, 1, 3)),
         )
-        return moments, Nodes(u, w)
+        d_pose = tuple(jnp.moveaxis(d, 0, -1) for d in d_pose)
+        return pose, d_pose, moments, Nodes(u, w)
 
-    def position_terms(self, q: Array) -> tuple[MassMoments, Rows | Nodes]:
-        """Mass moments of `u = (p, J e_1, …, J e_n)` (computed once per `q`)."""
+    def position_level(self, q: Array) -> tuple[Pose, Pose, MassMoments, Rows | Nodes]:
+        """The distal pose and its Jacobian from the same forward pass as the mass moments of
+        `u = (p, J e_1, …, J e_n)` (computed once per `q`)."""
         if not self.sectioned:
             return self._node_terms(q)
-        rows = self._rows(q)
+        rows, pose, d_pose = self._rows(q)
         zm = _times_m3(rows.z, rows.m3)
         w, n = rows.weights, self.n_q
         # Σ m u = Σ_r w_r z_r M3 e_1,  Σ m u uᵀ = Σ_r w_r (z_r M3) z_rᵀ
@@ -270,33 +278,52 @@ class SoftBody(Body):
             jac_second=second[3:, :3].reshape(n, 3, 3),
             jac_jac=second[3:, 3:].reshape(n, 3, n, 3).transpose(0, 2, 1, 3),
         )
-        return moments, rows
+        return pose, d_pose, moments, rows
 
-    def velocity_terms(self, data: Rows | Nodes, q: Array, qd: Array) -> VelocityMoments:
-        """Moments of `h_k = ∂²p_k/∂q²[q̇, q̇]`, the velocity part of the nodes' relative
-        acceleration (computed once per `(q, q̇)`): `Σ m h`, `Σ m p × h`, `Σ m J_jᵀ h`."""
+    def position_terms(self, q: Array) -> tuple[MassMoments, Rows | Nodes]:
+        """Mass moments of `u = (p, J e_1, …, J e_n)` (computed once per `q`)."""
+        return self.position_level(q)[2:]
+
+    def velocity_level(
+        self, data: Rows | Nodes, q: Array, qd: Array
+    ) -> tuple[Pose, Pose, VelocityMoments]:
+        """The distal pose's directional derivatives from the same jvp of a jvp as the moments
+        of `h_k = ∂²p_k/∂q²[q̇, q̇]`, the velocity part of the nodes' relative acceleration
+        (computed once per `(q, q̇)`): `Σ m h`, `Σ m p × h`, `Σ m J_jᵀ h`."""
         if isinstance(data, Nodes):
-            h = second_directional(self._nodes, q, qd)
+            (_, rate), (h, bias) = directional_pair(self._nodes, q, qd)
             # U = Σ m h u_bᵀ (3, 1 + n, 3): Σ m p × h = vee(U_p − U_pᵀ), Σ m J_jᵀ h = tr U_j
             big_u = jnp.einsum("ki,k,bkj->ibj", h, data.weights, data.u)
-            return VelocityMoments(
-                data.weights @ h,
-                2.0 * vee(big_u[:, 0]),
-                jnp.einsum("iji->j", big_u[:, 1:]),
+            return (
+                rate,
+                bias,
+                VelocityMoments(
+                    data.weights @ h,
+                    2.0 * vee(big_u[:, 0]),
+                    jnp.einsum("iji->j", big_u[:, 1:]),
+                ),
             )
         z, w, m3 = data
         x3 = self._section()[0]
-        c, big_c = second_directional(lambda x: self._row_frames(x3, x), q, qd)
+        (_, rate), ((c, big_c), bias) = directional_pair(lambda x: self._row_frames(x3, x), q, qd)
         hz = jnp.concatenate([c[..., None], big_c], -1)  # h = [c | C] (1, x1, x2)
         hm = _times_m3(hz, m3) * w[:, None, None]
         # U = Σ m h uᵀ (3, 3 + 3n): Σ m p × h = vee(U_p − U_pᵀ), Σ m J_jᵀ h = tr U_j
         u = jnp.einsum("rai,rbi->ab", hm, z)
         n = self.n_q
-        return VelocityMoments(
-            jnp.sum(hm[..., 0], 0),
-            2.0 * vee(u[:, :3]),
-            jnp.trace(u[:, 3:].reshape(3, n, 3), axis1=0, axis2=2),
+        return (
+            rate,
+            bias,
+            VelocityMoments(
+                jnp.sum(hm[..., 0], 0),
+                2.0 * vee(u[:, :3]),
+                jnp.trace(u[:, 3:].reshape(3, n, 3), axis1=0, axis2=2),
+            ),
         )
+
+    def velocity_terms(self, data: Rows | Nodes, q: Array, qd: Array) -> VelocityMoments:
+        """Moments of `h_k = ∂²p_k/∂q²[q̇, q̇]` (see `velocity_level`)."""
+        return self.velocity_level(data, q, qd)[2]
 
     def mass_points(self, q: Array) -> tuple[Array, Array]:
         """The quadrature nodes mapped to the proximal frame, `f(x_k, q)` (K, 3), and their

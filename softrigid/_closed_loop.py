@@ -22,6 +22,7 @@ from jax import Array
 from ._articulated import articulated_accelerations, choose_solver
 from ._constraints import Constraint, check_constraints, constrained_accelerations
 from ._controller import Controller
+from ._derivatives import residual_derivatives
 from ._dynamics import DynamicsTerms, actuation, solve_accelerations, terms
 from ._entry import check_finite, check_robot, check_states, raise_runtime_errors
 from ._loads import check_loads
@@ -95,16 +96,24 @@ class Dynamics(NamedTuple):
         return self._replace(law=lambda t, q, qd, tm: u, needs_terms=False, constant=True)
 
     def feedback(
-        self, t: Array, q: Array, qd: Array, tm: DynamicsTerms | None = None
+        self,
+        t: Array,
+        q: Array,
+        qd: Array,
+        tm: DynamicsTerms | None = None,
+        d_bias: tuple[Array, Array] | None = None,
     ) -> tuple[Array, Array, Array]:
         """`u(t, q, q̇)` and the law's feedback on the generalized forces,
 
             A ∂u/∂q,   A ∂u/∂q̇   `(n_q, n_q)` each,
 
-        with the stage's dynamics terms (`M`, the bias, `A`) held at their value: the gains and
-        references of the law, not the model's own dependence on the state. The implicit
-        schemes' iteration matrix subtracts it (`∂(−A u)/∂x`): without it a stiff feedback
-        law (a PD, a PFBL with large gains) makes Newton converge linearly or not at all.
+        with the stage's `M` and `A` held at their value, and the bias held too unless its
+        derivatives `d_bias = (∂bias/∂q, ∂bias/∂q̇)` are given: then the law's response to
+        the bias, `A ∂u/∂bias ∂bias/∂(q, q̇)`, is included (a computed-torque or PFBL law, or
+        a PD with gravity and elastic compensation, cancels the stiffness and damping it reads
+        from the bias: holding the bias would leave them in the iteration matrix). The implicit schemes' iteration
+        matrix subtracts it (`∂(−A u)/∂x`, `linearized`): without it a stiff feedback law (a PD,
+        a PFBL with large gains) makes Newton converge linearly or not at all.
         `tm`: the terms at `(q, q̇)` when the caller has them already."""
         if self.constant:
             zero = jnp.zeros((self.robot.n_q, self.robot.n_q), q.dtype)
@@ -114,11 +123,31 @@ class Dynamics(NamedTuple):
         a = tm.actuation if tm is not None else actuation(self.robot, q)
         tm = tm if self.needs_terms else None
 
-        def law(x: Array, xd: Array) -> Array:
-            return self.checked(self.law(t, x, xd, tm), q)
+        def law(x: Array, xd: Array, bias: Array) -> Array:
+            held = None if tm is None else tm._replace(bias=bias)
+            return self.checked(self.law(t, x, xd, held), q)
 
-        du_dq, du_dqd = jax.jacfwd(law, argnums=(0, 1))(q, qd)
-        return law(q, qd), a @ du_dq, a @ du_dqd
+        bias = jnp.zeros(self.robot.n_q, q.dtype) if tm is None else tm.bias
+        du_dq, du_dqd, du_db = jax.jacfwd(law, argnums=(0, 1, 2))(q, qd, bias)
+        if tm is not None and d_bias is not None:
+            du_dq, du_dqd = du_dq + du_db @ d_bias[0], du_dqd + du_db @ d_bias[1]
+        return law(q, qd, bias), a @ du_dq, a @ du_dqd
+
+    def linearized(
+        self, t: Array, q: Array, qd: Array, qdd: Array, tm: DynamicsTerms | None = None
+    ) -> tuple[Array, Array, Array, Array]:
+        """`(r, M, ∂r/∂q, ∂r/∂q̇)` of the closed loop's residual `r = ν − A u(t, q, q̇)` at
+        `(q, q̇, q̈)`: the model's derivatives at fixed inputs minus the law's feedback
+        (`feedback`, with the bias's derivatives: exact for a law that reads the bias but not `M`
+        or `A`)."""
+        if not self.needs_terms:
+            tm = None
+        elif tm is None:
+            tm = terms(self.robot, q, qd, self.loads)
+        u = self.checked(self.law(t, q, qd, tm), q)
+        d = residual_derivatives(self.robot, q, qd, qdd, self.loads, u, bias=tm is not None)
+        _, fb_q, fb_qd = self.feedback(t, q, qd, tm, (d.bias_q, d.bias_qd))
+        return d.residual, d.mass_matrix, d.d_q - fb_q, d.d_qd - fb_qd
 
 
 def make_dynamics(

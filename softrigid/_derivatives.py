@@ -40,7 +40,12 @@ from ._entry import algorithm
 from ._loads import external_loads
 from ._model import Link, Robot
 
-__all__ = ["InverseDynamicsDerivatives", "inverse_dynamics_derivatives", "residual_derivatives"]
+__all__ = [
+    "InverseDynamicsDerivatives",
+    "ResidualDerivatives",
+    "inverse_dynamics_derivatives",
+    "residual_derivatives",
+]
 
 
 class InverseDynamicsDerivatives(NamedTuple):
@@ -50,6 +55,19 @@ class InverseDynamicsDerivatives(NamedTuple):
     mass_matrix: Array
     d_q: Array
     d_qd: Array
+
+
+class ResidualDerivatives(NamedTuple):
+    """`r = ν − A(q) u` at fixed inputs `u`, `M`, `∂r/∂q`, `∂r/∂q̇ = ∂ν/∂q̇`, and, when asked
+    for, the derivatives of the bias `ν(q, q̇, 0) = c + g + s − Q_ext` (what a law that reads
+    the bias responds to; `None` otherwise)."""
+
+    residual: Array
+    mass_matrix: Array
+    d_q: Array
+    d_qd: Array
+    bias_q: Array | None = None
+    bias_qd: Array | None = None
 
 
 class _Position(NamedTuple):
@@ -114,9 +132,16 @@ def _assemble(pos: list[_Position]) -> rec.LinkPosition:
 
 
 def _linearize(
-    robot: Robot, q: Array, qd: Array, qdd: Array, loads: tuple, u: Array | None
-) -> InverseDynamicsDerivatives:
-    """`(ν, M, ∂ν/∂q, ∂ν/∂q̇)`, with `ν − A(q) u` in place of `ν` when `u` is given."""
+    robot: Robot,
+    q: Array,
+    qd: Array,
+    qdd: Array,
+    loads: tuple,
+    rows: tuple[str, ...] = (),
+    u: Array | None = None,
+) -> tuple[InverseDynamicsDerivatives, dict[str, tuple[Array, Array]]]:
+    """`(ν, M, ∂ν/∂q, ∂ν/∂q̇)` and, from the same link terms and forward pass, the value and
+    `∂/∂(q, q̇)` `(n_q, 2 n_q)` of each of `rows`: `"bias"`, `ν(q, q̇, 0)`; `"input"`, `A(q) u`."""
     terms = rec.map_groups(robot, _link_terms, rec.coords(q), rec.coords(qd))
     grav = -robot.gravity.astype(q.dtype)
     n = robot.n_q
@@ -139,22 +164,40 @@ def _linearize(
             tuple(r.body for r in rates),
         )
         ext = external_loads(robot, x, link_pos, loads) if loads else None
-        nu = rec.inertial_forces(robot, link_pos, vel, qdd, grav, ext)
-        nu = nu + rec.concat([r.internal.reshape(-1) for r in rates])
-        return nu if u is None else nu - actuation(robot, x) @ u
+        internal = rec.concat([r.internal.reshape(-1) for r in rates])
+        zero = jnp.zeros_like(qdd)
+        row = {
+            "nu": lambda: rec.inertial_forces(robot, link_pos, vel, qdd, grav, ext) + internal,
+            "bias": lambda: rec.inertial_forces(robot, link_pos, vel, zero, grav, ext) + internal,
+            "input": lambda: actuation(robot, x) @ u,
+        }
+        return jnp.stack([row[name]() for name in ("nu", *rows)])
 
-    nu, jac = value_and_jacfwd(nu_of, jnp.concatenate([q, qd]))
+    value, jac = value_and_jacfwd(nu_of, jnp.concatenate([q, qd]))
     mass = _mass(robot, _assemble([t[0] for t in terms]))
-    return InverseDynamicsDerivatives(nu, mass, jac[:, :n], jac[:, n:])
+    nu = InverseDynamicsDerivatives(value[0], mass, jac[0, :, :n], jac[0, :, n:])
+    return nu, {name: (value[k], jac[k]) for k, name in enumerate(rows, 1)}
 
 
 def residual_derivatives(
-    robot: Robot, q: Array, qd: Array, qdd: Array, loads: tuple, u: Array
-) -> InverseDynamicsDerivatives:
+    robot: Robot, q: Array, qd: Array, qdd: Array, loads: tuple, u: Array, bias: bool = False
+) -> ResidualDerivatives:
     """`(r, M, ∂r/∂q, ∂r/∂q̇)` of the dynamics residual `r = ν − A(q) u` at fixed inputs `u`
-    (`∂r/∂q` includes `−∂(A(q) u)/∂q`, e.g. of tendons): the unchecked core of the implicit
-    integrators' Newton iterations and of the Radau Jacobian, for use inside compiled code."""
-    return _linearize(robot, q, qd, qdd, loads, u)
+    (`∂r/∂q` includes `−∂(A(q) u)/∂q`, e.g. of tendons), and with `bias` the derivatives of
+    the bias `ν(q, q̇, 0)` from the same pass: the unchecked core of the implicit integrators'
+    Newton iterations and of the Radau Jacobian, for use inside compiled code."""
+    d, extra = _linearize(robot, q, qd, qdd, loads, ("input", "bias") if bias else ("input",), u)
+    au, d_au = extra["input"]
+    n = robot.n_q
+    d_bias = extra["bias"][1] if bias else None
+    return ResidualDerivatives(
+        d.nu - au,
+        d.mass_matrix,
+        d.d_q - d_au[:, :n],
+        d.d_qd,
+        None if d_bias is None else d_bias[:, :n],
+        None if d_bias is None else d_bias[:, n:],
+    )
 
 
 @algorithm()
@@ -177,4 +220,4 @@ def inverse_dynamics_derivatives(
     Returns:
         `InverseDynamicsDerivatives(nu, mass_matrix, d_q, d_qd)`; `∂ν/∂q̈ = M`.
     """
-    return _linearize(robot, q, qd, qdd, loads, None)
+    return _linearize(robot, q, qd, qdd, loads)[0]

@@ -15,7 +15,8 @@ them once more.
 The implicit schemes solve for the new acceleration `x = q̈₁` the step residual
 `ν(q₁(x), q̇₁(x), x) = M q̈ + bias − A u` by Newton (`softrigid._newton`) with the exact
 iteration matrix `∂ν/∂x = M + h_v ∂ν/∂q̇ + h_q ∂ν/∂q` (with the controller's own feedback
-`A ∂u/∂(q, q̇)` at the stage's dynamics terms, `Dynamics.feedback`), kept from step to step
+`A ∂u/∂(q, q̇)`, its `M` and `A` held and its response to the bias's derivatives included,
+`Dynamics.linearized`), kept from step to step
 while the iteration converges fast (`newton="modified"`, the default) or evaluated at every
 iterate (`newton="full"`), inside `lax.custom_root`, so `jax.grad` differentiates the converged
 step by the implicit function theorem. The adaptive `Radau` is in `softrigid._radau`.

@@ -11,7 +11,7 @@ matrix
     K = ∂r/∂x = M + h_v ∂r/∂q̇ + h_q ∂r/∂q,
 
 needs the derivatives of the dynamics (`softrigid._derivatives.residual_derivatives`, and the
-controller's feedback `A ∂u/∂(q, q̇)` with the dynamics terms held, `Dynamics.feedback`), which cost
+controller's feedback `A ∂u/∂(q, q̇)` with `M` and `A` held, `Dynamics.linearized`), which cost
 many residuals on a heavy body (about 30 on the meshed helicoid). The iteration
 
     x_{k+1} = x_k − K⁻¹ r(x_k)
@@ -46,7 +46,6 @@ import jax.numpy as jnp
 from jax import Array
 
 from ._closed_loop import Dynamics
-from ._derivatives import residual_derivatives
 
 __all__ = ["IterationMatrix", "newton"]
 
@@ -102,9 +101,8 @@ def newton(
         # r and K = M + h_v ∂r/∂q̇ + h_q ∂r/∂q at x, with r = ν − A u(t, q, q̇): the derivatives
         # of ν − A u at fixed u, minus the law's feedback A ∂u/∂(q, q̇)
         q1, qd1 = kin(x)
-        u, fb_q, fb_qd = dyn.feedback(t1, q1, qd1)
-        d = residual_derivatives(dyn.robot, q1, qd1, x, dyn.loads, u)
-        return d.nu, d.mass_matrix + h_v * (d.d_qd - fb_qd) + h_q * (d.d_q - fb_q)
+        r, mass, d_q, d_qd = dyn.linearized(t1, q1, qd1, x)
+        return r, mass + h_v * d_qd + h_q * d_q
 
     def reused(x: Array, matrix: Array) -> tuple[Array, Array]:
         return residual(x), matrix

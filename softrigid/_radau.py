@@ -25,7 +25,6 @@ from jax import Array
 
 from ._closed_loop import closed_loop
 from ._controller import Controller
-from ._derivatives import residual_derivatives
 from ._dynamics import solve_accelerations, terms
 from ._entry import raise_runtime_errors, trial_evaluations
 from ._model import Robot
@@ -44,7 +43,8 @@ class Adaptive:
     and `BDF`): the Jacobian of the first-order system is
 
         ∂q̈/∂q = −M⁻¹ ∂r/∂q,   ∂q̈/∂q̇ = −M⁻¹ ∂r/∂q̇,   r = ν − A u(t, q, q̇)
-        (the controller's feedback with the dynamics terms held at their value),
+        (the controller's feedback with `M` and `A` held at their value and its response to
+        the bias's derivatives, `Dynamics.linearized`),
 
     from jitted callbacks (`jacobian="exact"`); or the forward-mode derivative of the whole
     closed loop, the law's dependence on `M`, the bias and `A` included
@@ -301,18 +301,17 @@ def _radau_jacobian(
     t: Array,
     y: Array,
 ) -> Array:
-    """`∂ẏ/∂y` with the controller's feedback taken with the dynamics terms held at their
-    value (`Dynamics.feedback`)."""
+    """`∂ẏ/∂y` with the controller's feedback taken with `M` and `A` held at their value
+    (`Dynamics.linearized`)."""
     dyn = closed_loop(robot, loads, policy, law, solver=solver)
     n = robot.n_q
     q, qd = y[:n], y[n:]
     tm = terms(robot, q, qd, loads)
-    u, fb_q, fb_qd = dyn.feedback(t, q, qd, tm)
+    u = dyn.checked(dyn.law(t, q, qd, tm if dyn.needs_terms else None), q)
     qdd = solve_accelerations(robot, tm, u, check=False)
-    d = residual_derivatives(robot, q, qd, qdd, loads, u)
-    # ∂q̈/∂y = −M⁻¹ ∂r/∂y, r = ν − A u(t, q, q̇) (the law's feedback with the terms held)
-    jac = jnp.concatenate([d.d_q - fb_q, d.d_qd - fb_qd], axis=1)
-    lower = -jnp.linalg.solve(d.mass_matrix, jac)
+    _, mass, d_q, d_qd = dyn.linearized(t, q, qd, qdd, tm)
+    # ∂q̈/∂y = −M⁻¹ ∂r/∂y, r = ν − A u(t, q, q̇)
+    lower = -jnp.linalg.solve(mass, jnp.concatenate([d_q, d_qd], axis=1))
     upper = jnp.concatenate([jnp.zeros((n, n), y.dtype), jnp.eye(n, dtype=y.dtype)], axis=1)
     return jnp.concatenate([upper, lower])
 

@@ -450,7 +450,7 @@ def test_residual_derivatives_are_the_public_ones_minus_the_actuation(arm):
     core = jax.jit(residual_derivatives)(arm, q, qd, qdd, check_loads(arm, None), u)
     force = sr.actuation_force(arm, q, u)
     d_force = jax.jacfwd(lambda x: sr.actuation_force(arm, x, u))(q)
-    np.testing.assert_allclose(core.nu, d.nu - force, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(core.residual, d.nu - force, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(core.mass_matrix, d.mass_matrix, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(core.d_q, d.d_q - d_force, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(core.d_qd, d.d_qd, rtol=1e-10, atol=1e-10)

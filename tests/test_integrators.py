@@ -345,6 +345,26 @@ def test_central_differences_are_second_order_accurate():
     assert abs(jac[0, 0] - exact[0, 0]) < 1e-10
 
 
+def test_iteration_jacobian_takes_the_laws_response_to_the_bias(double):
+    # a PD with gravity compensation reads the bias but not M or A: the iteration Jacobian
+    # (M and A held, the bias's derivatives through the law) is the closed loop's own, which
+    # holding the bias too is not (it keeps the gravity stiffness the law cancels)
+    law = PD(jnp.array([30.0, 20.0]), jnp.array([3.0, 2.0]))
+    state = (double, (), law, None, "cholesky", jnp.asarray(0.1))
+    y = jnp.array([0.7, -0.4, 1.3, -0.8])
+    iteration = softrigid._radau._radau_jacobian(*state, y)
+    exact = softrigid._radau._closed_loop_jacobian(*state, y)
+    np.testing.assert_allclose(iteration, exact, rtol=1e-10, atol=1e-10)
+    dyn = make_dynamics(double, (), law)
+    q, qd = y[:2], y[2:]
+    tm = sr.dynamics_terms(double, q, qd)
+    d_bias = jax.jacfwd(lambda x: sr.dynamics_terms(double, x, qd).bias)(q)
+    held = dyn.feedback(0.1, q, qd, tm)[1]
+    live = dyn.feedback(0.1, q, qd, tm, (d_bias, jnp.zeros((2, 2))))[1]
+    np.testing.assert_allclose(live - held, d_bias, rtol=1e-12, atol=1e-12)  # A = I
+    assert np.abs(d_bias).max() > 1.0  # the gravity stiffness a held bias leaves in
+
+
 def test_bdf_jacobians(double, capsys):
     # scipy's BDF with the held-terms Jacobian, the closed loop's forward-mode one and
     # differences: each reaches DOP853's solution at 1e-12 to its tolerance, the run reports

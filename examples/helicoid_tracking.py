@@ -45,8 +45,9 @@ Task (the seed's): tip references in base coordinates
 `t3d = (0.03 cos ωt, 0.03 sin ωt, 0.24)` m, ω = 2π/5 rad/s. As the seed does: the references
 are sampled at `--samples` instants over one period; at each, inverse statics (eq. (55): the
 equilibrium `g(q) + s(q, 0) = A(q) u` whose three tips are on the targets: nine tensions for
-nine tip coordinates, `softrigid.inverse_statics`, warm-started from the previous sample;
-the first one reached from the straight arm through `RAMP` intermediate targets)
+nine tip coordinates, `softrigid.inverse_statics`, warm-started from the previous sample,
+through the midpoints' targets when a solve falls short (`approach`); the first one reached
+from the straight arm through `RAMP` intermediate targets)
 gives an equilibrium `q_eq`; its actuation coordinates `y = −l(q_eq)` (the tendons' negative
 lengths, so that `A = (∂y/∂q)ᵀ`) are interpolated by a periodic cubic spline `y_d(t)` (twice
 differentiable), the reference the seed's collocated PFBL (`control.CollocatedPFBL`, K_P =
@@ -120,6 +121,7 @@ TRIPLETS = tuple(tuple(np.deg2rad(40.0 * k + a) for a in (0.0, 120.0, 240.0)) fo
 OMEGA = 2 * np.pi / 5  # rad/s: one period of the references is 5 s
 RADII, HEIGHTS = (0.02, 0.025, 0.03), (0.08, 0.15, 0.24)  # m: t_kd = (r cos ωt, r sin ωt, h)
 RAMP = 4  # stages of the homotopy from the straight arm to the first sample
+HALVINGS = 3  # a sample not reached from the previous one is approached through midpoints
 TOL = 1e-9  # inverse statics: the tips to 1e-9 m (1e-10 ended one sample at 2.6e-10 m)
 KP, KD = 10.0, 1.0  # the seed's PFBL gains on the tendon coordinates [N/m], [N s/m]
 BLEND = 1.0  # s: the reference merges from the straight arm's outputs into y_d(t) (docstring)
@@ -209,16 +211,17 @@ def equilibria(robot: sr.Robot, samples: int) -> Equilibria:
         q, u = sol.q, sol.u
         print(f"inverse statics, ramp to the first sample {s:.2f}: {int(sol.iterations)} steps")
     rows: dict[str, list[Any]] = {k: [] for k in ("q", "u", "err", "s")}
+    previous = times[0]
     for k, t in enumerate(times):
         tic = time.perf_counter()
-        sol = sr.inverse_statics(robot, output, tip_targets(t), q0=q, u0=u, tol=TOL)
-        q, u = sol.q, sol.u
+        sol, steps = approach(robot, output, q, u, previous, t)
+        q, u, previous = sol.q, sol.u, t
         rows["s"].append(time.perf_counter() - tic)
         rows["q"].append(np.asarray(q))
         rows["u"].append(np.asarray(u))
         rows["err"].append(float(np.max(np.abs(np.asarray(sol.output) - tip_targets(t)))))
         print(
-            f"inverse statics {k + 1}/{samples}: t = {t:.3g} s, {int(sol.iterations)} steps, "
+            f"inverse statics {k + 1}/{samples}: t = {t:.3g} s, {steps} steps, "
             f"tip error {rows['err'][-1]:.1e} m, tensions {np.round(np.asarray(u), 2).tolist()} N, "
             f"{rows['s'][-1]:.1f} s",
             flush=True,
@@ -228,6 +231,34 @@ def equilibria(robot: sr.Robot, samples: int) -> Equilibria:
     return Equilibria(
         times, qs, np.stack(rows["u"]), ys, np.asarray(rows["err"]), np.asarray(rows["s"])
     )
+
+
+def approach(
+    robot: sr.Robot,
+    output: Any,
+    q: jax.Array,
+    u: jax.Array,
+    t0: float,
+    t1: float,
+    halvings: int = HALVINGS,
+) -> tuple[Any, int]:
+    """Inverse statics for the targets at `t1`, warm-started from the equilibrium `(q, u)` of
+    the targets at `t0`; when that does not reach them, through the targets at the midpoint
+    (up to `halvings` times). The tensions are poorly determined (the statics' stiffness on
+    the null space of `Aᵀ` is 1e-8 of its largest eigenvalue), so a solve's path, and where a
+    long step strands it, depends on rounding: measured once, one sample of 20 ended 1 mm off
+    its targets and stranded the rest. Returns the solution and the steps taken in all."""
+    target = tip_targets(t1)
+    sol = sr.inverse_statics(robot, output, target, q0=q, u0=u, tol=TOL, throw=False)
+    steps = int(sol.iterations)
+    if bool(sol.converged) or halvings == 0:
+        if not bool(sol.converged):
+            error = float(np.max(np.abs(np.asarray(sol.output) - target)))
+            print(f"inverse statics: the targets at t = {t1:.4g} s are missed by {error:.1e} m")
+        return sol, steps
+    mid, first = approach(robot, output, q, u, t0, 0.5 * (t0 + t1), halvings - 1)
+    sol, second = approach(robot, output, mid.q, mid.u, 0.5 * (t0 + t1), t1, halvings - 1)
+    return sol, steps + first + second
 
 
 def reference(eq: Equilibria, t_final: float) -> control.Spline:

@@ -22,7 +22,7 @@ from jax import Array
 from ._articulated import articulated_accelerations, choose_solver
 from ._constraints import Constraint, check_constraints, constrained_accelerations
 from ._controller import Controller
-from ._derivatives import residual_derivatives
+from ._derivatives import linearized_terms, residual_derivatives
 from ._dynamics import DynamicsTerms, actuation, solve_accelerations, terms
 from ._entry import check_finite, check_robot, check_states, raise_runtime_errors
 from ._loads import check_loads
@@ -90,6 +90,26 @@ class Dynamics(NamedTuple):
         tm = terms(self.robot, q, qd, self.loads)
         u = self.checked(self.law(t, q, qd, tm if self.needs_terms else None), q)
         return tm.mass_matrix @ qdd + tm.bias - tm.actuation @ u
+
+    def jacobian(self, t: Array, q: Array, qd: Array) -> Array:
+        """`∂q̈/∂(q, q̇)` `(n_q, 2 n_q)` of the closed loop `q̈ = M⁻¹ (A u(t, q, q̇, terms) −
+        bias)` without constraints, exact: the model's `M`, bias, `A` and world poses with their
+        derivatives from the link-local linearization (`linearized_terms`: each body's node
+        terms differentiated in its own `n_i` coordinates), then the law and the solve
+        differentiated through them in forward mode, `2 n_q` tangents."""
+        value, jac = linearized_terms(self.robot, q, qd, self.loads)
+        n = q.shape[0]
+
+        def accel(z: Array, tm: DynamicsTerms) -> Array:
+            u = self.checked(self.law(t, z[:n], z[n:], tm if self.needs_terms else None), q)
+            return solve_accelerations(self.robot, tm, u, check=False)
+
+        def column(k: Array, e: Array) -> Array:
+            tangent = jax.tree_util.tree_map(lambda d: d[..., k], jac)
+            return jax.jvp(accel, (jnp.concatenate([q, qd]), value), (e, tangent))[1]
+
+        eye = jnp.eye(2 * n, dtype=q.dtype)
+        return jax.vmap(column, out_axes=1)(jnp.arange(2 * n), eye)
 
     def hold(self, u: Array) -> Dynamics:
         """The same dynamics with the inputs held at `u` (zero-order hold)."""

@@ -34,7 +34,7 @@ from jax import Array
 from . import _recursion as rec
 from ._ad import value_and_jacfwd
 from ._body import MassMoments, VelocityMoments
-from ._dynamics import _mass, actuation
+from ._dynamics import DynamicsTerms, _mass, actuation
 from ._energy import link_internal_force
 from ._entry import algorithm
 from ._loads import external_loads
@@ -44,6 +44,7 @@ __all__ = [
     "InverseDynamicsDerivatives",
     "ResidualDerivatives",
     "inverse_dynamics_derivatives",
+    "linearized_terms",
     "residual_derivatives",
 ]
 
@@ -139,9 +140,11 @@ def _linearize(
     loads: tuple,
     rows: tuple[str, ...] = (),
     u: Array | None = None,
-) -> tuple[InverseDynamicsDerivatives, dict[str, tuple[Array, Array]]]:
+) -> tuple[InverseDynamicsDerivatives, dict[str, tuple[Any, Any]]]:
     """`(ν, M, ∂ν/∂q, ∂ν/∂q̇)` and, from the same link terms and forward pass, the value and
-    `∂/∂(q, q̇)` `(n_q, 2 n_q)` of each of `rows`: `"bias"`, `ν(q, q̇, 0)`; `"input"`, `A(q) u`."""
+    `∂/∂(q, q̇)` (tangent axis last, `2 n_q`) of each of `rows`: `"bias"`, `ν(q, q̇, 0)`;
+    `"input"`, `A(q) u`; `"mass"`, `M(q)`; `"actuation"`, `A(q)`; `"poses"`, the world poses of
+    the distal frames."""
     terms = rec.map_groups(robot, _link_terms, rec.coords(q), rec.coords(qd))
     grav = -robot.gravity.astype(q.dtype)
     n = robot.n_q
@@ -170,13 +173,16 @@ def _linearize(
             "nu": lambda: rec.inertial_forces(robot, link_pos, vel, qdd, grav, ext) + internal,
             "bias": lambda: rec.inertial_forces(robot, link_pos, vel, zero, grav, ext) + internal,
             "input": lambda: actuation(robot, x) @ u,
+            "mass": lambda: _mass(robot, link_pos),
+            "actuation": lambda: actuation(robot, x),
+            "poses": lambda: rec.world_poses(link_pos),
         }
-        return jnp.stack([row[name]() for name in ("nu", *rows)])
+        return {name: row[name]() for name in ("nu", *rows)}
 
     value, jac = value_and_jacfwd(nu_of, jnp.concatenate([q, qd]))
     mass = _mass(robot, _assemble([t[0] for t in terms]))
-    nu = InverseDynamicsDerivatives(value[0], mass, jac[0, :, :n], jac[0, :, n:])
-    return nu, {name: (value[k], jac[k]) for k, name in enumerate(rows, 1)}
+    nu = InverseDynamicsDerivatives(value["nu"], mass, jac["nu"][:, :n], jac["nu"][:, n:])
+    return nu, {name: (value[name], jac[name]) for name in rows}
 
 
 def residual_derivatives(
@@ -198,6 +204,19 @@ def residual_derivatives(
         None if d_bias is None else d_bias[:, :n],
         None if d_bias is None else d_bias[:, n:],
     )
+
+
+def linearized_terms(
+    robot: Robot, q: Array, qd: Array, loads: tuple
+) -> tuple[DynamicsTerms, DynamicsTerms]:
+    """The dynamics terms at `(q, q̇)` (`M`, the bias, `A`, the world poses) and their
+    derivatives `∂/∂(q, q̇)` (same fields, tangent axis last, `2 n_q`), from the link-local
+    linearization: what the closed loop's exact Jacobian needs of the model (`Dynamics.jacobian`)."""
+    zero = jnp.zeros_like(q)
+    _, rows = _linearize(robot, q, qd, zero, loads, ("mass", "bias", "actuation", "poses"))
+    value = DynamicsTerms(*(rows[k][0] for k in ("mass", "bias", "actuation")), *rows["poses"][0])
+    jac = DynamicsTerms(*(rows[k][1] for k in ("mass", "bias", "actuation")), *rows["poses"][1])
+    return value, jac
 
 
 @algorithm()

@@ -285,10 +285,16 @@ def _closed_loop_jacobian(
     t: Array,
     y: Array,
 ) -> Array:
-    """`∂ẏ/∂y` by forward mode through the whole closed loop (the law's dependence on the
-    dynamics terms included)."""
-    rhs = _rhs(robot, loads, policy, law, solver)
-    return jax.jacfwd(lambda x: rhs(t, x)[0])(y)
+    """`∂ẏ/∂y` of the whole closed loop, exact (the law's dependence on `M`, the bias and `A`
+    included): `Dynamics.jacobian` (link-local derivatives of the model), or forward mode
+    through the loop under constraints."""
+    dyn = closed_loop(robot, loads, policy, law, solver=solver)
+    n = robot.n_q
+    if dyn.constraints:
+        rhs = _rhs(robot, loads, policy, law, solver)
+        return jax.jacfwd(lambda x: rhs(t, x)[0])(y)
+    upper = jnp.concatenate([jnp.zeros((n, n), y.dtype), jnp.eye(n, dtype=y.dtype)], axis=1)
+    return jnp.concatenate([upper, dyn.jacobian(t, y[:n], y[n:])])
 
 
 @_PROGRAM

@@ -67,14 +67,18 @@ the output error starts at zero and the PFBL has nothing to ring down.
 
 The closed loop is stiff (the blades' Kelvin–Voigt modes relax at up to 2e5 1/s), so it is
 integrated implicitly: BDF with error control at `rtol` 1e-4 (`METHOD`), whose Jacobian is
-taken by central differences of the compiled closed loop (`jacobian="central_differences"`,
-96 evaluations of `ẏ`, evaluated again only when BDF's Newton iteration fails). The
-forward-mode derivative of the whole closed loop (`jacobian="autodiff"`) gives the same run
-but its program takes minutes to trace and compile (first call 437 s against 76 s; it
-integrates faster, 230 s against 281 s; the whole example 724 s against 424 s: README).
-Scipy's forward differences (48 evaluations) were tried first: their columns were off by up
-to 37 % in this badly scaled system, gave eigenvalues of +120 1/s where the closed loop's own
-are all stable, and stalled the steps at 1e-5 s from t = 0.4 s. The output error is checked
+the closed loop's exact one (`jacobian="autodiff"`, evaluated again only when BDF's Newton
+iteration fails): `M`, the bias and `A` with their derivatives from the link-local
+linearization of the model (each segment's nodes differentiated in its own 8 coordinates),
+the PFBL law and the solve differentiated through them (`Dynamics.jacobian`), about 50 ms
+against 0.35 s for central differences of the compiled closed loop
+(`jacobian="central_differences"`, 96 evaluations of `ẏ`, this example's choice until
+2026-11-27, and before that the forward-mode derivative of the whole loop, whose program took
+minutes to compile). The Jacobian with the law's `M` and `A` held (`jacobian="exact"`) is not
+enough for a PFBL: BDF took 1,109 steps for the first 0.18 s (measured). Scipy's forward differences (48
+evaluations) were tried first: their columns were off by up to 37 % in this badly scaled
+system, gave eigenvalues of +120 1/s where the closed loop's own are all stable, and stalled
+the steps at 1e-5 s from t = 0.4 s. The output error is checked
 against the linear ODE's solution from the same `e(0)`, `ė(0)` (`linear_error`), which the
 PFBL makes exact.
 
@@ -129,7 +133,7 @@ T_FINAL = 6.0  # s (the seed's)
 DT = 0.01  # the closed loop's output grid [s] (the adaptive method's own steps are its own)
 FRAME_DT = 0.1  # the ParaView series' frame interval [s]
 SNAPSHOTS = 0.5 * np.arange(12)  # s: the seed's Fig. 7
-METHOD = BDF(rtol=1e-4, atol=1e-6, jacobian="central_differences")
+METHOD = BDF(rtol=1e-4, atol=1e-6, jacobian="autodiff")
 
 
 def eyelets(theta: float) -> np.ndarray:

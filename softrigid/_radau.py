@@ -46,9 +46,10 @@ class Adaptive:
         (the controller's feedback with `M` and `A` held at their value and its response to
         the bias's derivatives, `Dynamics.linearized`),
 
-    from jitted callbacks (`jacobian="exact"`); or the forward-mode derivative of the whole
-    closed loop, the law's dependence on `M`, the bias and `A` included
-    (`jacobian="autodiff"`: what a law that cancels the model's dynamics, a PFBL, needs); or
+    from jitted callbacks (`jacobian="exact"`); or the closed loop's exact Jacobian, the law's
+    dependence on `M`, the bias and `A` included (`jacobian="autodiff"`: what a law that
+    cancels the model's dynamics, a PFBL, needs; `Dynamics.jacobian`, from the link-local
+    linearization of the model, forward mode through the whole loop under constraints); or
     scipy's forward differences of the jitted `ẏ` (`jacobian="finite_differences"`, `2 n_q`
     evaluations per Jacobian); or central differences of the jitted `ẏ`
     (`jacobian="central_differences"`, `4 n_q` evaluations per Jacobian,
@@ -59,9 +60,9 @@ class Adaptive:
     steps and, at tight tolerances, fails. Each span runs in its own time `τ = t − a`: the
     stiff layer a jump sets off may need first steps below the rounding of `t` itself (scipy
     refuses steps under ten roundings of `t`: 9e-15 s at t = 5 s), which in `τ` are fine.
-    Differences need no second program (on the seed's helicoid robot the
-    others compile for about 6 minutes against 1.5 for `ẏ`'s; on Simulation 2 the closed
-    loop's Jacobian traces for 20 s against 6 for `ẏ`), but on a stiff, badly scaled closed
+    Differences need no second program (on the seed's helicoid robot the exact Jacobian's
+    compiles for about 3 minutes on one core against 40 s for `ẏ`'s), but on a stiff, badly
+    scaled closed
     loop scipy's forward differences can be wrong enough to stall the steps: on that robot
     under PFBL, columns off by up to 37 % gave the differenced Jacobian eigenvalues of
     +120 1/s where the closed loop's own are all stable, and the steps fell to 1e-5 s. Central
@@ -208,9 +209,10 @@ class BDF(Adaptive):
     the options and what it cannot do). Orders 1–2 are A-stable and higher orders are stable
     on the negative real axis, where a soft body's overdamped Kelvin–Voigt modes lie. It
     evaluates a new Jacobian only when the Newton iteration with the kept one fails, so it
-    suits robots whose Jacobian is expensive (on the seed's helicoid robot a Jacobian by
-    central differences costs 96 evaluations of `ẏ`, about 0.35 s; under the seed's PFBL the
-    robot's 6 s take 660 steps and 369 Jacobians, measured 2026-11-27)."""
+    suits robots whose Jacobian is expensive (on the seed's helicoid robot under the seed's
+    PFBL the closed loop's exact Jacobian costs 83 ms, central differences 96 evaluations of
+    `ẏ`, about 0.35 s; the robot's 6 s take 609 steps and 326 Jacobians, 37 s, measured
+    2026-11-27)."""
 
     name: ClassVar[str] = "bdf"
     scipy_method: ClassVar[str] = "BDF"

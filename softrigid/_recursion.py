@@ -156,21 +156,27 @@ class LinkPosition(NamedTuple):
     body_data: tuple[Any, ...]  # the bodies' position-level data per group
 
 
+def _placed(link: Link, rb: Array, tb: Array) -> Callable[[Array], tuple[Array, Array]]:
+    """`q_J ↦ T_J(q_J) T_B` with the body's pose `T_B` held: `(R_J R_B, t_J + R_J t_B)`."""
+
+    def pose(x: Array) -> tuple[Array, Array]:
+        rj, tj = link.joint.transform(x)
+        return matmul(rj, rb), tj + matvec(rj, tb)
+
+    return pose
+
+
 def link_position(link: Link, q: Array) -> tuple:
     """A link's pose `T_i = T_J(q_J) T_B(q_B)` with its Jacobians and its body's mass moments:
     `(R_i, t_i, ∂t_i/∂q_i, G_i, moments, data)`."""
-    nj = link.joint.n_q
-    (rj, tj), (drj, dtj) = value_and_jacfwd(link.joint.transform, q[:nj])
+    nj, nb = link.joint.n_q, link.body.n_q
     (rb, tb), (drb, dtb), moments, data = link.body.position_level(q[nj:])
-    # R_i = R_J R_B, t_i = t_J + R_J t_B
-    rot, trans = matmul(rj, rb), tj + matvec(rj, tb)
-    # ∂/∂q_J: (∂R_J R_B, ∂t_J + ∂R_J t_B);  ∂/∂q_B: (R_J ∂R_B, R_J ∂t_B)
-    drot = jnp.concatenate(
-        [jnp.einsum("abj,bc->acj", drj, rb), jnp.einsum("ab,bcj->acj", rj, drb)], axis=-1
-    )
-    dtrans = jnp.concatenate(
-        [dtj + jnp.einsum("abj,b->aj", drj, tb), jnp.einsum("ab,bj->aj", rj, dtb)], axis=-1
-    )
+    # ∂/∂q_J by forward mode through T_J(q_J) T_B, T_B held;  ∂/∂q_B: (R_J ∂R_B, R_J ∂t_B)
+    (rot, trans), (drot, dtrans) = value_and_jacfwd(_placed(link, rb, tb), q[:nj])
+    if nb:
+        rj = link.joint.transform(q[:nj])[0]
+        drot = jnp.concatenate([drot, jnp.einsum("ab,bcj->acj", rj, drb)], axis=-1)
+        dtrans = jnp.concatenate([dtrans, jnp.einsum("ab,bj->aj", rj, dtb)], axis=-1)
     # skew(G_i[:, j]) = (∂R_i/∂q_j) R_iᵀ
     jac_w = vee(jnp.einsum("abj,cb->jac", drot, rot)).T
     return rot, trans, dtrans, jac_w, moments, data
@@ -220,17 +226,19 @@ def link_bias(
     `(R_i, t_i)`, from the joint's and the body's directional derivatives."""
     nj, nb = link.joint.n_q, link.body.n_q
     rj, tj = link.joint.transform(q[:nj])
-    (vrj, _), (arj, atj) = directional_pair(link.joint.transform, q[:nj], qd[:nj])
     (vrb, vtb), (arb, atb), body = link.body.velocity_level(data, q[nj:], qd[nj:])
+    # a body without coordinates has a constant pose; else T_B = T_Jᵀ T_i
+    rb, tb = link.body.distal_pose(q[nj:]) if not nb else (rj.T @ rot, rmatvec(rj, trans - tj))
+    # (Ṙ_J R_B, ṫ_J + Ṙ_J t_B), (R̈_J R_B, ẗ_J + R̈_J t_B): T_J T_B along q̇_J, T_B held
+    (vr, _), (d2rot, d2trans) = directional_pair(
+        _placed(link, rb.astype(rot.dtype), tb.astype(rot.dtype)), q[:nj], qd[:nj]
+    )
     # R̈ = R̈_J R_B + 2 Ṙ_J Ṙ_B + R_J R̈_B,  ẗ = ẗ_J + R̈_J t_B + 2 Ṙ_J ṫ_B + R_J ẗ_B,
-    # with T_B = T_Jᵀ T_i (the terms of a joint or body without coordinates left out)
-    d2rot, d2trans = jnp.zeros_like(rot), jnp.zeros_like(trans)
-    if nj:
-        rb, tb = rj.T @ rot, rmatvec(rj, trans - tj)
-        d2rot, d2trans = matmul(arj, rb), atj + matvec(arj, tb)
+    # with Ṙ_J = (Ṙ_J R_B) R_Bᵀ (the terms of a body without coordinates left out)
     if nb:
         d2rot, d2trans = d2rot + matmul(rj, arb), d2trans + matvec(rj, atb)
     if nj and nb:
+        vrj = vr @ rb.T
         d2rot, d2trans = d2rot + 2.0 * matmul(vrj, vrb), d2trans + 2.0 * matvec(vrj, vtb)
     # d/dt (Ṙ Rᵀ) = R̈ Rᵀ + Ṙ Ṙᵀ, whose second term is symmetric: ω̇_rel = vee(R̈ Rᵀ)
     return d2trans, vee(d2rot @ rot.T), body

@@ -211,7 +211,7 @@ class BDF(Adaptive):
     evaluates a new Jacobian only when the Newton iteration with the kept one fails, so it
     suits robots whose Jacobian is expensive (on the seed's helicoid robot under the seed's
     PFBL the closed loop's exact Jacobian costs 83 ms, central differences 96 evaluations of
-    `ẏ`, about 0.35 s; the robot's 6 s take 609 steps and 326 Jacobians, 37 s, measured
+    `ẏ`, about 0.35 s; the robot's 6 s take 609 steps and 326 Jacobians, 37–41 s, measured
     2026-11-27)."""
 
     name: ClassVar[str] = "bdf"

@@ -156,3 +156,33 @@ def test_sampled_statics_are_equilibria_on_the_targets(example, tmp_path):
         residual = sr.inverse_dynamics(robot, q, zero, zero) - sr.actuation_force(robot, q, u)
         np.testing.assert_allclose(residual, 0.0, atol=1e-9 * float(jnp.abs(u).max()))
         np.testing.assert_allclose(example.tips(robot, q), example.tip_targets(t), atol=1e-9)
+
+
+def test_statics_samples_are_approached_through_midpoints(example, monkeypatch):
+    # a solve that falls short is retried through the midpoint's targets (recursively, at most
+    # HALVINGS times), each leg warm-started from the last; here a fake solver reaches targets
+    # only within 0.3 s of its start, so 0 -> 1 s needs two halvings (0.25 s legs)
+    from types import SimpleNamespace
+
+    calls = []
+
+    def fake(robot, output, target, q0, u0, tol, throw):
+        assert throw is False and tol == example.TOL
+        t = float(np.arctan2(target[1], target[0]) / example.OMEGA)
+        calls.append((float(q0), t))
+        ok = abs(t - float(q0)) <= 0.3
+        return SimpleNamespace(
+            q=t if ok else float(q0), u=0.0, converged=ok, iterations=1, output=target
+        )
+
+    monkeypatch.setattr(example.sr, "inverse_statics", fake)
+    sol, steps = example.approach(None, None, 0.0, 0.0, 0.0, 1.0)
+    assert sol.converged and sol.q == pytest.approx(1.0)
+    legs = [(a, b) for a, b in calls]
+    assert legs[0] == (0.0, pytest.approx(1.0))  # the direct try falls short
+    reached = [b for a, b in legs if abs(b - a) <= 0.3]
+    assert reached == pytest.approx([0.25, 0.5, 0.75, 1.0])
+    assert steps == len(calls)
+    # beyond the halvings the shortfall is returned as it is (and printed)
+    sol, _ = example.approach(None, None, 0.0, 0.0, 0.0, 1.0, halvings=1)
+    assert not sol.converged

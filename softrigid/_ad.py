@@ -34,9 +34,7 @@ def value_and_jacfwd(
 
 def second_directional(fn: Callable[[Array], Any], q: Array, qd: Array) -> Any:
     """`∂²fn/∂q²[q̇, q̇]` for a pytree-valued `fn`, by a jvp of a jvp."""
-    if q.shape[0] == 0:
-        return jax.tree_util.tree_map(jnp.zeros_like, fn(q))
-    return jax.jvp(lambda x: jax.jvp(fn, (x,), (qd,))[1], (q,), (qd,))[1]
+    return directional_pair(fn, q, qd)[1]
 
 
 def directional_pair(fn: Callable[[Array], Any], q: Array, qd: Array) -> tuple[Any, Any]:

@@ -131,9 +131,10 @@ class Dynamics(NamedTuple):
         derivatives `d_bias = (∂bias/∂q, ∂bias/∂q̇)` are given: then the law's response to
         the bias, `A ∂u/∂bias ∂bias/∂(q, q̇)`, is included (a computed-torque or PFBL law, or
         a PD with gravity and elastic compensation, cancels the stiffness and damping it reads
-        from the bias: holding the bias would leave them in the iteration matrix). The implicit schemes' iteration
-        matrix subtracts it (`∂(−A u)/∂x`, `linearized`): without it a stiff feedback law (a PD,
-        a PFBL with large gains) makes Newton converge linearly or not at all.
+        from the bias: holding the bias would leave them in the iteration matrix). The
+        implicit schemes' iteration matrix subtracts it (`∂(−A u)/∂x`, `linearized`): without
+        it a stiff feedback law (a PD, a PFBL with large gains) makes Newton converge linearly
+        or not at all.
         `tm`: the terms at `(q, q̇)` when the caller has them already."""
         if self.constant:
             zero = jnp.zeros((self.robot.n_q, self.robot.n_q), q.dtype)
@@ -143,15 +144,16 @@ class Dynamics(NamedTuple):
         a = tm.actuation if tm is not None else actuation(self.robot, q)
         tm = tm if self.needs_terms else None
 
-        def law(x: Array, xd: Array, bias: Array) -> Array:
-            held = None if tm is None else tm._replace(bias=bias)
+        def law(x: Array, xd: Array, bias: Array | None = None) -> Array:
+            held = tm if bias is None else tm._replace(bias=bias)
             return self.checked(self.law(t, x, xd, held), q)
 
-        bias = jnp.zeros(self.robot.n_q, q.dtype) if tm is None else tm.bias
-        du_dq, du_dqd, du_db = jax.jacfwd(law, argnums=(0, 1, 2))(q, qd, bias)
-        if tm is not None and d_bias is not None:
+        if tm is None or d_bias is None:  # the bias held: no tangents along it
+            du_dq, du_dqd = jax.jacfwd(law, argnums=(0, 1))(q, qd)
+        else:
+            du_dq, du_dqd, du_db = jax.jacfwd(law, argnums=(0, 1, 2))(q, qd, tm.bias)
             du_dq, du_dqd = du_dq + du_db @ d_bias[0], du_dqd + du_db @ d_bias[1]
-        return law(q, qd, bias), a @ du_dq, a @ du_dqd
+        return law(q, qd), a @ du_dq, a @ du_dqd
 
     def linearized(
         self, t: Array, q: Array, qd: Array, qdd: Array, tm: DynamicsTerms | None = None
@@ -166,7 +168,8 @@ class Dynamics(NamedTuple):
             tm = terms(self.robot, q, qd, self.loads)
         u = self.checked(self.law(t, q, qd, tm), q)
         d = residual_derivatives(self.robot, q, qd, qdd, self.loads, u, bias=tm is not None)
-        _, fb_q, fb_qd = self.feedback(t, q, qd, tm, (d.bias_q, d.bias_qd))
+        d_bias = None if tm is None else (d.bias_q, d.bias_qd)
+        _, fb_q, fb_qd = self.feedback(t, q, qd, tm, d_bias)
         return d.residual, d.mass_matrix, d.d_q - fb_q, d.d_qd - fb_qd
 
 

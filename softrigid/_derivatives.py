@@ -211,7 +211,8 @@ def linearized_terms(
 ) -> tuple[DynamicsTerms, DynamicsTerms]:
     """The dynamics terms at `(q, q̇)` (`M`, the bias, `A`, the world poses) and their
     derivatives `∂/∂(q, q̇)` (same fields, tangent axis last, `2 n_q`), from the link-local
-    linearization: what the closed loop's exact Jacobian needs of the model (`Dynamics.jacobian`)."""
+    linearization: what the closed loop's exact Jacobian needs of the model
+    (`Dynamics.jacobian`)."""
     zero = jnp.zeros_like(q)
     _, rows = _linearize(robot, q, qd, zero, loads, ("mass", "bias", "actuation", "poses"))
     value = DynamicsTerms(*(rows[k][0] for k in ("mass", "bias", "actuation")), *rows["poses"][0])

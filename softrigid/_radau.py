@@ -62,8 +62,7 @@ class Adaptive:
     refuses steps under ten roundings of `t`: 9e-15 s at t = 5 s), which in `τ` are fine.
     Differences need no second program (on the seed's helicoid robot the exact Jacobian's
     compiles for about 3 minutes on one core against 40 s for `ẏ`'s), but on a stiff, badly
-    scaled closed
-    loop scipy's forward differences can be wrong enough to stall the steps: on that robot
+    scaled closed loop scipy's forward differences can be wrong enough to stall the steps: on that robot
     under PFBL, columns off by up to 37 % gave the differenced Jacobian eigenvalues of
     +120 1/s where the closed loop's own are all stable, and the steps fell to 1e-5 s. Central
     differences are second order, with a fixed relative step (no step adaptation from stale

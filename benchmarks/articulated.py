@@ -1,21 +1,26 @@
 """Forward dynamics: the `O(N)` articulated-body recursion against the Cholesky path and peers.
 
-Two chains of `benchmarks/_peers.py` and `_peers_pcs.py`, N = 1 … 100 bodies:
+Chains of `benchmarks/_peers.py`, `_peers_pcs.py` and `scaling.py`, N = 1 … 100 bodies:
 
 - rigid chain of N revolute joints: softrigid articulated (`solver="articulated"`), softrigid
   Cholesky (`M` by the recursion with `n` unit accelerations, then Cholesky), Pinocchio's ABA
   (`pin.aba`, C++) and SoRoMoX's `ArticulatedSoftRobot.forward_dynamics` (an `O(N)` ABA in JAX);
 - planar PCS chain of N segments (3 strains each): softrigid articulated and Cholesky, SoRoMoX's
-  `PlanarPCS.forward_dynamics` (dense `M` from the Gauss-point Jacobians, then Cholesky).
+  `PlanarPCS.forward_dynamics` (dense `M` from the Gauss-point Jacobians, then Cholesky);
+- `--chains spatial`: spatial PCS chain of N segments (6 strains each), peer SoRoMoX's `PCS`;
+- `--chains cc`: the planar constant-curvature chain of `scaling.py` (one coordinate per soft
+  body; no peer).
 
-Per call: one state, jitted, after the first call (reported separately as `first_s`). Batched:
+Per call: one state, jitted, after the first call (reported separately as `first_s`), the codes
+timed interleaved batch by batch (`_timing.time_interleaved`). Batched:
 `jax.vmap` over B states, the time per state. Each record carries the same-run ratios
 `articulated / cholesky` and `articulated / <peer>`, and the agreement of the articulated path
-with the Cholesky path on the timed state. The process pins itself to one core (before JAX
+with the Cholesky path on the timed state, and `auto`: the solver `forward_dynamics` picks for
+the robot by default (`softrigid._articulated.choose_solver`). The process pins itself to one core (before JAX
 starts its threads) unless `--cores 0`.
 
 Run: python benchmarks/articulated.py [--sizes 1 2 4 8 16 32 64 100] [--batch 1024]
-         [--chains rigid pcs] [--no-peers]
+         [--chains rigid pcs spatial cc] [--no-peers]
 """
 
 from __future__ import annotations
@@ -24,28 +29,37 @@ import argparse
 import sys
 
 try:
-    from _timing import emit, machine, pin_cores, time_call, time_first_call
+    from _timing import emit, machine, pin_cores, time_call, time_first_call, time_interleaved
 except ImportError:  # run as a module
-    from benchmarks._timing import emit, machine, pin_cores, time_call, time_first_call
+    from benchmarks._timing import (
+        emit,
+        machine,
+        pin_cores,
+        time_call,
+        time_first_call,
+        time_interleaved,
+    )
 
 if __name__ == "__main__":
     pin_cores(int(sys.argv[sys.argv.index("--cores") + 1]) if "--cores" in sys.argv else 1)
+
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+import softrigid as sr
+from softrigid._articulated import choose_solver
+
 try:
     import _peers as peers
     import _peers_pcs as pcs
+    from scaling import build_chain
 except ImportError:  # run as a module
     from benchmarks import _peers as peers
     from benchmarks import _peers_pcs as pcs
-
-
-def _time(fd, state) -> dict[str, float]:
-    first = time_first_call(lambda: fd(*state))
-    return {"first_s": first, **time_call(lambda: fd(*state))}
+    from benchmarks.scaling import build_chain
 
 
 def _batched(fd, states) -> dict[str, float] | None:
@@ -62,17 +76,35 @@ def _batched(fd, states) -> dict[str, float] | None:
     return {"first_s": first, "per_state_s": timing["median_s"] / states[0].shape[0]}
 
 
-def _candidates(chain: str, n: int, use_peers: bool) -> dict:
-    """name -> (q, q̇, τ) -> q̈, for one chain and size."""
+def _robot(chain: str, n: int) -> sr.Robot:
     if chain == "rigid":
-        robot = peers.rigid_chain(n, seed=n)
-    else:
-        robot = pcs.planar_pcs_chain(n)
+        return peers.rigid_chain(n, seed=n)
+    if chain == "pcs":
+        return pcs.planar_pcs_chain(n)
+    if chain == "spatial":
+        return pcs.spatial_pcs_chain(n)
+    return build_chain(n, 4, 2, 3)
+
+
+def _state(chain: str, n: int, seed: int) -> tuple[np.ndarray, ...]:
+    if chain == "rigid":
+        return peers.rigid_state(n, seed)
+    if chain == "pcs":
+        return pcs.planar_pcs_state(n, seed)
+    if chain == "spatial":
+        return pcs.spatial_pcs_state(n, seed)
+    # the CC chain: bending angles within ±1 rad, unit-size velocities and torques
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1.0, 1.0, n), rng.normal(size=n), rng.normal(size=n)
+
+
+def _candidates(chain: str, robot: sr.Robot, n: int, use_peers: bool) -> dict:
+    """name -> (q, q̇, τ) -> q̈, for one chain and size."""
     out = {
         "articulated": peers.softrigid_articulated_fd(robot),
         "cholesky": peers.softrigid_cholesky_fd(robot),
     }
-    if not use_peers:
+    if not use_peers or chain == "cc":
         return out
     if chain == "rigid":
         try:
@@ -83,21 +115,26 @@ def _candidates(chain: str, n: int, use_peers: bool) -> dict:
     try:
         if chain == "rigid":
             out["soromox"] = peers.soromox_rigid_chain(n, seed=n)
-        else:
+        elif chain == "pcs":
             out["soromox"] = pcs.soromox_planar_pcs(n)
+        else:
+            out["soromox"] = pcs.soromox_spatial_pcs(n)
     except ImportError:
         pass
     return out
 
 
 def measure(chain: str, n: int, batch: int, use_peers: bool) -> None:
-    state_fn = peers.rigid_state if chain == "rigid" else pcs.planar_pcs_state
-    state = tuple(jnp.asarray(x) for x in state_fn(n, n))
-    states = peers.batch_states(state_fn, n, batch) if batch else None
-    fds = _candidates(chain, n, use_peers)
-    per_call, per_state = {}, {}
+    robot = _robot(chain, n)
+    state = tuple(jnp.asarray(x) for x in _state(chain, n, n))
+    states = peers.batch_states(functools.partial(_state, chain), n, batch) if batch else None
+    fds = _candidates(chain, robot, n, use_peers)
+    first = {name: time_first_call(lambda fd=fd: fd(*state)) for name, fd in fds.items()}
+    # the codes interleaved batch by batch: a change of load hits them alike
+    timed = time_interleaved({name: functools.partial(fd, *state) for name, fd in fds.items()})
+    per_call = {name: {"first_s": first[name], **timed[name]} for name in fds}
+    per_state = {}
     for name, fd in fds.items():
-        per_call[name] = _time(fd, state)
         if states is not None and name != "pinocchio":  # a C++ call per state: not batched
             per_state[name] = _batched(fd, states)
     reference = np.asarray(fds["cholesky"](*state))
@@ -119,6 +156,7 @@ def measure(chain: str, n: int, batch: int, use_peers: bool) -> None:
         "articulated.forward_dynamics",
         chain=chain,
         n_bodies=n,
+        auto=choose_solver("forward_dynamics", robot, "auto"),
         n_q=int(state[0].shape[0]),
         per_call_us={k: 1e6 * v["median_s"] for k, v in per_call.items()},
         spread_us={k: [1e6 * v["min_s"], 1e6 * v["max_s"]] for k, v in per_call.items()},
@@ -136,7 +174,9 @@ def measure(chain: str, n: int, batch: int, use_peers: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 100])
-    parser.add_argument("--chains", nargs="+", default=["rigid", "pcs"], choices=["rigid", "pcs"])
+    parser.add_argument(
+        "--chains", nargs="+", default=["rigid", "pcs"], choices=["rigid", "pcs", "spatial", "cc"]
+    )
     parser.add_argument("--batch", type=int, default=1024, help="0: no batched timing")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--cores", type=int, default=1, help="pin to this many cores; 0: no pin")

@@ -192,22 +192,28 @@ def _link_inputs(robot: Robot, q: Array, qd: Array, nu: Array, loads: tuple) -> 
 
 # The Cholesky path builds `M` with `n_q` unit accelerations through the passes (`O(N²)`) and
 # factors it (`O(N³)`); the articulated path is `O(N)` with a larger constant. Measured on one
-# core (`benchmarks/articulated.py`): the articulated path is the faster from about 8 links.
-# In float32 (x64 off) the articulated path is the accurate one: the Cholesky path's error is
-# about cond(M) times float32's rounding, 1e-5–3e-2 on soft chains, the articulated path's
-# 1e-6–1e-4 (README, "On a GPU").
-AUTO_LINKS = 8
+# core (`benchmarks/articulated.py`, rigid, planar and spatial PCS and constant-curvature chains
+# of 1–8 bodies): the articulated path is the faster per call on every chain with a deformable
+# body (0.75–0.91 of the Cholesky path's time; batched within ±7 % at 1–2 bodies, faster from
+# 3) and on rigid chains from 5 coordinates; Cholesky is faster on rigid chains of 2–4 joints
+# (0.74 of the articulated time per call). In float32 (x64 off) the articulated path is the
+# accurate one: the Cholesky path's error is about cond(M) times float32's rounding,
+# 1e-5–3e-2 on soft chains, the articulated path's 1e-6–1e-4 (README, "On a GPU").
+AUTO_COORDINATES = 5
 SOLVERS = ("auto", "articulated", "cholesky")
 
 
 def choose_solver(where: str, robot: Robot, solver: str) -> str:
-    """`"articulated"` or `"cholesky"` for the `solver` option (`"auto"`: articulated from
-    `AUTO_LINKS` links on, and always when JAX computes in float32)."""
+    """`"articulated"` or `"cholesky"` for the `solver` option (`"auto"`: Cholesky for a robot
+    whose bodies are all rigid with fewer than `AUTO_COORDINATES` coordinates in all, in
+    float64; articulated otherwise)."""
     if solver not in SOLVERS:
         raise ValueError(f"{where}: solver must be one of {SOLVERS}, got {solver!r}")
     if solver == "auto":
         single = jax.dtypes.canonicalize_dtype(jnp.float64) != jnp.float64
-        return "articulated" if robot.n_links >= AUTO_LINKS or single else "cholesky"
+        deformable = any(link.body.n_q for link in robot.links)
+        small = robot.n_q < AUTO_COORDINATES
+        return "cholesky" if small and not deformable and not single else "articulated"
     return solver
 
 

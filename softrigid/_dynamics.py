@@ -269,8 +269,9 @@ def forward_dynamics(
       `docs/articulated.md`): each link's joint and body coordinates are condensed into a
       6 × 6 articulated inertia seen at its proximal frame, from the tip in, and solved from
       the base out;
-    - `"auto"` (default): articulated from 8 links on, where it was measured faster
-      (`benchmarks/articulated.py`), else Cholesky.
+    - `"auto"` (default): Cholesky for a robot whose bodies are all rigid with fewer than 5
+      coordinates in all (in float64), articulated otherwise: where each was measured the
+      faster (`benchmarks/articulated.py`).
 
     Args:
         robot: the robot.

@@ -221,6 +221,13 @@ def test_singular_mass_matrix_is_reported():
         match=r"forward_dynamics: the mass matrix is not positive definite at coordinate 1 "
         r"\(link 1, body coordinate 0",
     ):
+        sr.forward_dynamics(robot, z, z, z, solver="cholesky")
+    # the default solver for a robot with a deformable body is the articulated one
+    with pytest.raises(
+        ValueError,
+        match=r"forward_dynamics: the articulated inertia D_1 of link 1 is not positive "
+        r"definite \(link 1, body coordinate 0",
+    ):
         sr.forward_dynamics(robot, z, z, z)
 
 

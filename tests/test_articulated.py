@@ -211,8 +211,20 @@ def test_singular_articulated_inertia_is_reported():
 
 
 def test_solver_choice():
-    robot = mixed_robot(0)
-    assert choose_solver("f", robot, "auto") == "cholesky"  # 3 links
+    # auto: Cholesky only for small rigid robots (fewer than 5 coordinates), where it was
+    # measured the faster; articulated with a deformable body or from 5 coordinates
+    four, five = (random_rigid_chain(0, n, kinds=("revolute",))[0] for n in (4, 5))
+    assert choose_solver("f", four, "auto") == "cholesky"
+    assert choose_solver("f", five, "auto") == "articulated"
+    robot = mixed_robot(0)  # 3 links, a free base: 8 coordinates
+    assert choose_solver("f", robot, "auto") == "articulated"
+    cc = sr.SoftBody(
+        kinematics.PlanarConstantCurvature(0.2),
+        quadrature.cylinder(0.01, 0.2, n_axial=2, n_radial=1, n_angular=3),
+        density=1000.0,
+    )
+    assert choose_solver("f", sr.Robot([sr.Link(joints.Fixed(), cc)]), "auto") == "articulated"
+    assert choose_solver("f", robot, "cholesky") == "cholesky"
     assert choose_solver("f", robot, "articulated") == "articulated"
     z = jnp.zeros(robot.n_q)
     with pytest.raises(ValueError, match=r"forward_dynamics: solver must be one of"):

@@ -247,7 +247,7 @@ def soromox_fd(model: Any) -> FD:
 
 def softrigid_fd(robot: sr.Robot, solver: str = "auto") -> FD:
     """The public `softrigid.forward_dynamics(robot, q, q̇, τ, solver=solver)`, jitted (with its
-    run-time checks; `"auto"` picks the solver by the number of links)."""
+    run-time checks; `"auto"` picks the solver as `softrigid._articulated.choose_solver` does)."""
 
     @jax.jit
     def fd(q: Any, qd: Any, tau: Any) -> jax.Array:

@@ -18,6 +18,8 @@ from ._rod import GAUSS2, Rod, check_length, zanna_step
 
 __all__ = ["Cosserat"]
 
+_COMPARE_ALL = 64  # grid nodes up to which `frames` locates its points without a loop
+
 
 def _grid(n_steps: int, breakpoints: tuple[float, ...]) -> tuple[float, ...]:
     """Step boundaries (fractions of `L`): `n_steps` equal steps, split at the breakpoints."""
@@ -133,7 +135,10 @@ class Cosserat(Rod):
     def frames(self, x3: Array, q: Array) -> tuple[Array, Array]:
         z, rots, rs = self.nodes(q)
         # k: the grid step holding x3 (end steps extended beyond [0, L])
-        k = jnp.clip(jnp.searchsorted(z, x3, side="right") - 1, 0, z.shape[0] - 2)
+        # a short grid is searched by one comparison of every point with every node (no loop:
+        # the default binary search is a while loop, slower on XLA:CPU for a few nodes)
+        method = "compare_all" if z.shape[0] <= _COMPARE_ALL else "scan"
+        k = jnp.clip(jnp.searchsorted(z, x3, side="right", method=method) - 1, 0, z.shape[0] - 2)
         d_rot, d_r = self._step(z[k], x3 - z[k], q)
         base = rots[k]
         return base @ d_rot, rs[k] + jnp.einsum("mij,mj->mi", base, d_r)

@@ -11,10 +11,12 @@ or cache load, run), then the second call. Modes, in this order, in one run:
   and writes);
 - `cache-hit`: the same directory, a new process (loads instead of compiling);
 
-and the files the cache holds. The targets: first call ≤ 2 s cold, ≤ 1 s with the cache
+and the files the cache holds. With `--fast` every process calls `sr.fast_compilation()` (XLA:CPU's
+elemental fusion emitters) right after importing softrigid. The targets: first call ≤ 2 s cold, ≤ 1 s with the cache
 (robot build and first call; imports reported apart). One JSON object per line.
 
 Run: python benchmarks/start.py [--bodies 20] [--functions inverse_dynamics forward_dynamics]
+         [--fast]
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp
 import softrigid as sr
 from softrigid import joints, kinematics, quadrature
+n, fast, cache, names = int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4], sys.argv[5:]
+if fast:
+    sr.fast_compilation()
 imported = time.perf_counter()
-n, cache, names = int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 if cache:
     sr.enable_compilation_cache(cache)
 body = sr.SoftBody(kinematics.PlanarConstantCurvature(0.3),
@@ -64,9 +68,9 @@ print(json.dumps(record))
 """
 
 
-def child(core: int, bodies: int, cache: str, functions: list[str]) -> dict[str, Any]:
+def child(core: int, bodies: int, fast: bool, cache: str, functions: list[str]) -> dict[str, Any]:
     """One fresh interpreter's record."""
-    argv = [sys.executable, "-c", _CHILD, str(core), str(bodies), cache, *functions]
+    argv = [sys.executable, "-c", _CHILD, str(core), str(bodies), str(int(fast)), cache, *functions]
     out = subprocess.run(argv, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -76,16 +80,20 @@ def main() -> None:
     parser.add_argument("--bodies", type=int, default=20)
     parser.add_argument("--functions", nargs="+", default=["inverse_dynamics", "forward_dynamics"])
     parser.add_argument("--core", type=int, default=1, help="pin to this core (-1: no)")
+    parser.add_argument(
+        "--fast", action="store_true", help="call sr.fast_compilation() in every process first"
+    )
     args = parser.parse_args()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as cache:
         for mode, directory in (("cold", ""), ("cache-fill", cache), ("cache-hit", cache)):
-            record = child(args.core, args.bodies, directory, args.functions)
+            record = child(args.core, args.bodies, args.fast, directory, args.functions)
             files = len(os.listdir(cache))
             emit(
                 "start.first_call",
                 mode=mode,
                 bodies=args.bodies,
+                fast_compilation=args.fast,
                 cache_files=files,
                 **record,
                 load=round(load, 2),

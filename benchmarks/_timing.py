@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -128,3 +129,36 @@ def time_interleaved(
         for name, fn in fns.items():
             samples[name].append(_batch(fn, numbers[name]) / numbers[name])
     return {name: _summary(samples[name], numbers[name] * repeats) for name in fns}
+
+
+# `%name = shape opcode(`, the shape a tuple `(…)` for loops, conditionals and custom calls
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%\S+ = (?:\(.*?\)|\S+) ([\w-]+)\(", re.M)
+_FREE = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
+
+
+def hlo_counts(fn: Callable[..., Any], *args: Any) -> dict[str, int]:
+    """Size of `fn`'s optimized XLA program for `args` (`fn` a `jax.jit` function): all its
+    instructions, and the operations XLA:CPU runs as kernels of their own outside the fused
+    computations and the conditionals' branches (`fusion`, `dot`, `custom-call`, `while`,
+    `conditional`, `copy`, …; parameters, constants, bitcasts and tuples are free), with the
+    fusions, dots and loops apart. A loop's body counts once, however many times it runs."""
+    text = fn.lower(*args).compile().as_text()
+    # the branches of conditionals (the run-time checks' failing sides) do not run
+    branches = set()
+    for group in re.findall(r"branch_computations=\{([^}]*)\}", text):
+        branches.update(name.strip() for name in group.split(","))
+    kernels: dict[str, int] = {}
+    for block in re.split(r"\n(?=\S)", text):
+        name = block.split(" ", 1)[0].removeprefix("ENTRY ").strip()
+        if name.startswith(("%fused", "%wrapped")) or name in branches:
+            continue
+        for op in _INSTRUCTION.findall(block):
+            if op not in _FREE:
+                kernels[op] = kernels.get(op, 0) + 1
+    return {
+        "instructions": len(_INSTRUCTION.findall(text)),
+        "kernels": sum(kernels.values()),
+        "fusions": kernels.get("fusion", 0),
+        "dots": kernels.get("dot", 0),
+        "loops": kernels.get("while", 0),
+    }

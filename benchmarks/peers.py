@@ -16,6 +16,9 @@ revolute joints. Per robot, `q̈` from `(q, q̇, τ)` in float64:
 - ratios softrigid / peer, per call and per state at each B (`softrigid/pinocchio` at B is
   softrigid's batched time per state over Pinocchio's single call: the target of the 30-joint
   chain is ≤ 1);
+- programs: the size of each jitted code's optimized XLA program for one state
+  (`_timing.hlo_counts`: instructions, and kernels outside fusions, with fusions, dots and
+  loops apart);
 - agreement: the maximum relative difference `|a − b|_∞ / |a|_∞` of each code's `q̈` to
   softrigid's on 3 random states.
 
@@ -35,10 +38,20 @@ import argparse
 import sys
 
 try:
-    from _timing import emit, load, machine, pin_cores, time_call, time_first_call, time_interleaved
+    from _timing import (
+        emit,
+        hlo_counts,
+        load,
+        machine,
+        pin_cores,
+        time_call,
+        time_first_call,
+        time_interleaved,
+    )
 except ImportError:  # run as a module
     from benchmarks._timing import (
         emit,
+        hlo_counts,
         load,
         machine,
         pin_cores,
@@ -231,6 +244,12 @@ def measure(name: str, batches: tuple[int, ...], quick: bool) -> dict[str, Any]:
         if code != "softrigid"
     }
 
+    # the compiled programs' size (Pinocchio's C++ has none)
+    programs = {
+        code: hlo_counts(fd, *state_jax)
+        for code, fd in fds.items()
+        if fd is not None and hasattr(fd, "lower")
+    }
     per_call_us = _pick(calls, "median_s", 1e6)
     batched_us = {size: _pick(row, "median_s", 1e6) for size, row in batched.items()}
     peers_here = [code for code in ("soromox", "pinocchio") if code in fds]
@@ -258,6 +277,7 @@ def measure(name: str, batches: tuple[int, ...], quick: bool) -> dict[str, Any]:
         batched_first_call_s={size: _pick(row, "first_s") for size, row in batched.items()},
         batched_ratio=batched_ratio,
         agreement=agreement,
+        programs=programs,
         load=load(),
     )
     jax.clear_caches()

@@ -61,8 +61,8 @@ def test_a_rigid_chain_in_float32_is_float64_rounded() -> None:
 
 def test_auto_solver_is_articulated_in_float32() -> None:
     """`solver="auto"` takes the articulated path in float32 at any size (the accurate one
-    there) and Cholesky for this 4-joint rigid chain in float64; both agree with float64 to float32 accuracy
-    on this well-conditioned chain."""
+    there) and Cholesky for this 4-joint rigid chain in float64; both agree with float64 to
+    float32 accuracy on this well-conditioned chain."""
     robot64 = _chain(1)
     assert choose_solver("t", robot64, "auto") == "cholesky"
     rng = np.random.default_rng(4)

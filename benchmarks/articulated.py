@@ -15,9 +15,9 @@ Per call: one state, jitted, after the first call (reported separately as `first
 timed interleaved batch by batch (`_timing.time_interleaved`). Batched:
 `jax.vmap` over B states, the time per state. Each record carries the same-run ratios
 `articulated / cholesky` and `articulated / <peer>`, and the agreement of the articulated path
-with the Cholesky path on the timed state, and `auto`: the solver `forward_dynamics` picks for
-the robot by default (`softrigid._articulated.choose_solver`). The process pins itself to one core (before JAX
-starts its threads) unless `--cores 0`.
+with the Cholesky path on the timed state, and `auto`: the solver `forward_dynamics` picks
+for the robot by default (`softrigid._articulated.choose_solver`). The process pins itself to
+one core (before JAX starts its threads) unless `--cores 0`.
 
 Run: python benchmarks/articulated.py [--sizes 1 2 4 8 16 32 64 100] [--batch 1024]
          [--chains rigid pcs spatial cc] [--no-peers]
@@ -54,11 +54,11 @@ from softrigid._articulated import choose_solver
 
 try:
     import _peers as peers
-    import _peers_pcs as pcs
+    from peers import FAMILIES, Family
     from scaling import build_chain
 except ImportError:  # run as a module
     from benchmarks import _peers as peers
-    from benchmarks import _peers_pcs as pcs
+    from benchmarks.peers import FAMILIES, Family
     from benchmarks.scaling import build_chain
 
 
@@ -76,26 +76,19 @@ def _batched(fd, states) -> dict[str, float] | None:
     return {"first_s": first, "per_state_s": timing["median_s"] / states[0].shape[0]}
 
 
-def _robot(chain: str, n: int) -> sr.Robot:
-    if chain == "rigid":
-        return peers.rigid_chain(n, seed=n)
-    if chain == "pcs":
-        return pcs.planar_pcs_chain(n)
-    if chain == "spatial":
-        return pcs.spatial_pcs_chain(n)
-    return build_chain(n, 4, 2, 3)
-
-
-def _state(chain: str, n: int, seed: int) -> tuple[np.ndarray, ...]:
-    if chain == "rigid":
-        return peers.rigid_state(n, seed)
-    if chain == "pcs":
-        return pcs.planar_pcs_state(n, seed)
-    if chain == "spatial":
-        return pcs.spatial_pcs_state(n, seed)
-    # the CC chain: bending angles within ±1 rad, unit-size velocities and torques
+def _cc_state(n: int, seed: int) -> tuple[np.ndarray, ...]:
+    """The CC chain's state: bending angles within ±1 rad, unit-size velocities and torques."""
     rng = np.random.default_rng(seed)
     return rng.uniform(-1.0, 1.0, n), rng.normal(size=n), rng.normal(size=n)
+
+
+# the chains by their command-line names: `peers.py`'s families and the CC chain of `scaling.py`
+CHAINS = {
+    "rigid": FAMILIES["rigid"],
+    "pcs": FAMILIES["planar_pcs"],
+    "spatial": FAMILIES["spatial_pcs"],
+    "cc": Family(lambda n: build_chain(n, 4, 2, 3), _cc_state, None, None),
+}
 
 
 def _candidates(chain: str, robot: sr.Robot, n: int, use_peers: bool) -> dict:
@@ -104,30 +97,28 @@ def _candidates(chain: str, robot: sr.Robot, n: int, use_peers: bool) -> dict:
         "articulated": peers.softrigid_articulated_fd(robot),
         "cholesky": peers.softrigid_cholesky_fd(robot),
     }
-    if not use_peers or chain == "cc":
+    family = CHAINS[chain]
+    if not use_peers:
         return out
-    if chain == "rigid":
-        try:
+    if family.pinocchio is not None:
+        try:  # on the JAX arrays of the other codes, converted (`pin_aba`)
             model, data = peers.pin_rigid_chain(n, seed=n)
             out["pinocchio"] = lambda q, qd, tau: peers.pin_aba(model, data, q, qd, tau)
         except ImportError:
             pass
-    try:
-        if chain == "rigid":
-            out["soromox"] = peers.soromox_rigid_chain(n, seed=n)
-        elif chain == "pcs":
-            out["soromox"] = pcs.soromox_planar_pcs(n)
-        else:
-            out["soromox"] = pcs.soromox_spatial_pcs(n)
-    except ImportError:
-        pass
+    if family.soromox is not None:
+        try:
+            out["soromox"] = family.soromox(n)
+        except ImportError:
+            pass
     return out
 
 
 def measure(chain: str, n: int, batch: int, use_peers: bool) -> None:
-    robot = _robot(chain, n)
-    state = tuple(jnp.asarray(x) for x in _state(chain, n, n))
-    states = peers.batch_states(functools.partial(_state, chain), n, batch) if batch else None
+    family = CHAINS[chain]
+    robot = family.softrigid(n)
+    state = tuple(jnp.asarray(x) for x in family.state(n, n))
+    states = peers.batch_states(family.state, n, batch) if batch else None
     fds = _candidates(chain, robot, n, use_peers)
     first = {name: time_first_call(lambda fd=fd: fd(*state)) for name, fd in fds.items()}
     # the codes interleaved batch by batch: a change of load hits them alike
@@ -174,9 +165,7 @@ def measure(chain: str, n: int, batch: int, use_peers: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 100])
-    parser.add_argument(
-        "--chains", nargs="+", default=["rigid", "pcs"], choices=["rigid", "pcs", "spatial", "cc"]
-    )
+    parser.add_argument("--chains", nargs="+", default=["rigid", "pcs"], choices=list(CHAINS))
     parser.add_argument("--batch", type=int, default=1024, help="0: no batched timing")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--cores", type=int, default=1, help="pin to this many cores; 0: no pin")

@@ -11,9 +11,10 @@ or cache load, run), then the second call. Modes, in this order, in one run:
   and writes);
 - `cache-hit`: the same directory, a new process (loads instead of compiling);
 
-and the files the cache holds. With `--fast` every process calls `sr.fast_compilation()` (XLA:CPU's
-elemental fusion emitters) right after importing softrigid. The targets: first call ≤ 2 s cold, ≤ 1 s with the cache
-(robot build and first call; imports reported apart). One JSON object per line.
+and the files the cache holds. With `--fast` every process calls `sr.fast_compilation()`
+(XLA:CPU's elemental fusion emitters) right after importing softrigid. The targets: first call
+≤ 2 s cold, ≤ 1 s with the cache (robot build and first call; imports reported apart). One
+JSON object per line.
 
 Run: python benchmarks/start.py [--bodies 20] [--functions inverse_dynamics forward_dynamics]
          [--fast]

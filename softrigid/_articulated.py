@@ -196,9 +196,10 @@ def _link_inputs(robot: Robot, q: Array, qd: Array, nu: Array, loads: tuple) -> 
 # of 1–8 bodies): on chains with a deformable body the articulated path takes 0.69–1.01 of the
 # Cholesky path's time per call (one 1.10, at 4 CC bodies) and 0.53–1.07 batched, on rigid
 # chains 0.73–0.92 from 5 joints; Cholesky is the faster on rigid chains of 2–4 joints (the
-# articulated path 1.33–1.36 of its time per call, 1.27–1.42 batched). In float32 (x64 off) the articulated path is the
-# accurate one: the Cholesky path's error is about cond(M) times float32's rounding,
-# 1e-5–3e-2 on soft chains, the articulated path's 1e-6–1e-4 (README, "On a GPU").
+# articulated path 1.33–1.36 of its time per call, 1.27–1.42 batched). In float32 (x64 off)
+# the articulated path is the accurate one: the Cholesky path's error is about cond(M) times
+# float32's rounding, 1e-5–3e-2 on soft chains, the articulated path's 1e-6–1e-4 (README,
+# "On a GPU").
 AUTO_COORDINATES = 5
 SOLVERS = ("auto", "articulated", "cholesky")
 

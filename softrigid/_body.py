@@ -93,9 +93,9 @@ class Body(abc.ABC):
     `velocity_level` with the distal pose's first and second directional derivatives. A body
     whose terms map its distal frame anyway overrides the two `*_level` methods so that the
     pose's derivatives come from the same pass. Energies for `s = ∂U/∂q + ∂R/∂q̇`:
-    `elastic_energy`, `dissipation` (zero unless the body has a material). Points: `map_points` (material points in the proximal frame),
-    `local_points` (in `S_i`) and `mass_points` (mass-carrying points in the proximal frame,
-    for gravity and plotting).
+    `elastic_energy`, `dissipation` (zero unless the body has a material). Points:
+    `map_points` (material points in the proximal frame), `local_points` (in `S_i`) and
+    `mass_points` (mass-carrying points in the proximal frame, for gravity and plotting).
     """
 
     n_q: int

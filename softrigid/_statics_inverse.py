@@ -5,7 +5,7 @@ solved by Newton (`softrigid._statics_newton`) at every iterate, so every return
 `(q, u)` is a true equilibrium:
 
     e(u) = W (y(q(u)) − y*),    ∂q/∂u = J⁻¹ A(q)  (implicit function theorem, J = ∂r/∂q),
-    G = W ∂y/∂q J⁻¹ A,          Δu = −(GᵀG + μ² I)⁻¹ Gᵀ e.
+    G = W ∂y/∂q J⁻¹ A,          Δu = −(GᵀG + μ² I)⁻¹ Gᵀ e  (= −Gᵀ (GGᵀ + μ² I)⁻¹ e).
 
 The iteration is one `jax.lax.while_loop` (the equilibrium's Newton loop nested in it), so it
 runs under `jit` and `vmap` (e.g. over targets) and reports through a status.
@@ -91,6 +91,21 @@ class _Carry(NamedTuple):
     started: Array  # the equilibrium under u0 has been solved
 
 
+def _damped_step(g: Array, e: Array, mu: Array) -> Array:
+    """The damped least-squares step `Δu = −(GᵀG + μ² I)⁻¹ Gᵀ e` for `G` `(p, n_u)`.
+
+    With fewer outputs than inputs it is computed as `Δu = −Gᵀ (G Gᵀ + μ² I)⁻¹ e` (the same
+    vector: `Gᵀ (G Gᵀ + μ² I) = (GᵀG + μ² I) Gᵀ`), which lies in the row space of `G` to
+    rounding: the step has no component along the inputs that do not move the outputs (e.g.
+    two actuators with equal columns), so those keep their values from `u0`. The `n_u × n_u`
+    form is singular along them when `μ` is small and turns rounding into large steps there.
+    """
+    p, n_u = g.shape
+    if p < n_u:
+        return -g.T @ jnp.linalg.solve(g @ g.T + mu**2 * jnp.eye(p, dtype=g.dtype), e)
+    return -jnp.linalg.solve(g.T @ g + mu**2 * jnp.eye(n_u, dtype=g.dtype), g.T @ e)
+
+
 def _levenberg_marquardt(
     robot: Robot,
     loads: tuple,
@@ -132,10 +147,8 @@ def _levenberg_marquardt(
         # μ = damping |G| at u0 (at least the smallest normal number, so that 10 μ grows)
         first = damping * jnp.maximum(gnorm, jnp.finfo(g.dtype).tiny)
         mu = jnp.where(accept, jnp.where(c.started, c.mu / 10.0, first), 10.0 * c.mu)
-        # Δu = −(GᵀG + μ² I)⁻¹ Gᵀ e
         e_next = jnp.where(accept, e, c.e)
-        eye = jnp.eye(g.shape[1], dtype=g.dtype)
-        du = -jnp.linalg.solve(g.T @ g + mu**2 * eye, g.T @ e_next)
+        du = _damped_step(g, e_next, mu)
         it = c.it + (accept & c.started).astype(c.it.dtype)
         small = jnp.linalg.norm(c.du) <= tol * jnp.maximum(1.0, jnp.linalg.norm(u))
         status = jnp.select(
@@ -222,8 +235,10 @@ def inverse_statics(
 
     with `μ = damping · |G|` multiplied by 10 after a step that does not reduce `|e|` and
     divided by 10 after one that does. With as many inputs as outputs this converges to an
-    exact solution when one exists; with more inputs the damped step is minimum-norm, so it
-    finds a solution near `u0`; with fewer, the least-squares best fit (see `output_error`).
+    exact solution when one exists; with more inputs the damped step is minimum-norm
+    (computed as `−Gᵀ (GGᵀ + μ² I)⁻¹ e`, in the row space of `G`), so the inputs that do not
+    move the outputs keep their values from `u0`; with fewer, the least-squares best fit (see
+    `output_error`).
     A target that is not reached (the iteration ends at a least-squares minimum with `|e|`
     above the tolerance, e.g. an unreachable target) gives `status = 2` (`converged` false)
     and, eagerly with `throw`, a `RuntimeWarning` with the error. The inputs are

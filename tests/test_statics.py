@@ -372,3 +372,26 @@ def test_bad_arguments(arm):
         equilibrium(arm, jnp.zeros(2), jnp.zeros(2))
     with pytest.raises(TypeError, match="positional"):
         inverse_statics(arm, lambda q: q, jnp.zeros(2), jnp.zeros(2))
+
+
+def test_inverse_statics_with_redundant_inputs_keeps_their_split():
+    # two motors on one joint: the outputs fix only their sum τ = k asin(x*/l); the steps are
+    # minimum-norm, so the difference u1 − u2 stays what u0 gives it (here 0 and 2), exactly,
+    # even with a damping small enough to make GᵀG + μ² I singular to rounding
+    k = 2.0
+    bar = sr.RigidBody(1.0, (0.0, 0.0, 0.5), np.diag([0.1, 0.1, 0.01]))
+    joint = joints.Revolute((0.0, 1.0, 0.0), stiffness=k)
+    robot = sr.Robot(
+        [sr.Link(joint, bar)], gravity=(0.0, 0.0, 0.0), actuators=[JointMotor(0), JointMotor(0)]
+    )
+    tip = jnp.array([[0.0, 0.0, 1.0]])
+
+    def tip_x(q):
+        return sr.world_points(robot, q, 0, tip)[0, :1]
+
+    for damping in (1e-3, 1e-12):
+        for u0 in ((0.0, 0.0), (1.0, -1.0)):
+            sol = inverse_statics(robot, tip_x, [0.99], u0=u0, damping=damping, tol=1e-12)
+            assert sol.converged
+            np.testing.assert_allclose(sum(sol.u), k * np.arcsin(0.99), rtol=1e-10)
+            np.testing.assert_allclose(sol.u[0] - sol.u[1], u0[0] - u0[1], atol=1e-12)

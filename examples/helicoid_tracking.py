@@ -56,6 +56,19 @@ differentiable), the reference the seed's collocated PFBL (`control.CollocatedPF
 10 I₉ N, K_D = 1 I₉ N s) tracks from the straight rest configuration. Tensions may come out
 negative (a tendon cannot push): reported, not clipped.
 
+The equilibria pass close to buckling: the smallest eigenvalue of the statics' stiffness
+`∂(g + s − A u)/∂q` falls from 3.9e-5 at t = 0 to 5.2e-6 at t = 3 s (1.5e-10 of the largest;
+the soft direction is the blades' linear-curvature bending modes, under 350–370 N of
+tendon tension in all). There the statics magnify any change of the model: two compressed
+rules, both exact to degree 6, give tensions that differ by 3.3 N at t = 2.75 s, and with one
+of them the solves from t = 3 s on stalled (591 steps, still 3.5 mm off). Which 84 nodes
+`quadrature.compress` keeps depends on rounding, and OpenBLAS splits the long sums of its QR
+over threads, so the rule changed with the number of cores (measured 2026-11-27: one core
+and two kept different nodes). This script therefore runs OpenBLAS on one thread
+(`OPENBLAS_NUM_THREADS=1`, set before NumPy loads unless you set it): the rule, the statics
+and the run are then the same on any number of cores of one machine (another CPU may round,
+and branch, differently).
+
 The start (our choice; the seed does not say how it meets `y_d(0)`, which is 4.6 cm of
 tendon away from the straight arm). Tracked from the first instant, the output error rings
 down as `ë + ė + 10 e = 0` prescribes (damping ratio 0.16): the outputs overshoot the
@@ -98,10 +111,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
+
+# before NumPy loads: one OpenBLAS thread, so the compressed rule does not depend on the cores
+# (module docstring)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import jax
 

@@ -269,6 +269,15 @@ def compress(
     degrees 1–6 and conical products, positive, above). Compressing a degree-1 mesh rule to
     degree 6 gives a 6th-degree match of that 1st-degree rule, not of the volume.
 
+    Which nodes are kept is one valid choice among many and depends on rounding, including
+    the number of BLAS threads (OpenBLAS splits long sums over threads): measured 2026-11-27,
+    the 37,632-node degree-4 rule of `meshes/helicoid.vtu` compressed to degree 6 kept
+    different sets of 84 nodes with one thread and with two. Both are exact to degree 6 and
+    integrate smooth integrands equally well, but a model that magnifies small changes (e.g.
+    statics close to buckling, `examples/helicoid_tracking.py`) can answer differently. For
+    a reproducible rule run NumPy's BLAS on one thread (`OPENBLAS_NUM_THREADS=1` before NumPy
+    loads) or keep the rule's points and weights.
+
     Args:
         rule: a concrete `QuadratureRule` `(K,)` with positive weights.
         degree: the total degree `d ≥ 0` of the moments to keep.

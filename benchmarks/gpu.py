@@ -188,6 +188,7 @@ def _temp_bytes(exe: Any) -> int | None:
 def prepare(name: str, args: argparse.Namespace) -> tuple[sr.Robot, dict, tuple]:
     """Build the robot and compile its programs: `{(function, B): (call, compile_s, temp)}`."""
     build, scales, whole = ROBOTS[name]
+    whole = args.whole or whole
     robot = build()
     data = states(scales(), max(args.batches))
     start = time.perf_counter()
@@ -228,7 +229,7 @@ def prepare(name: str, args: argparse.Namespace) -> tuple[sr.Robot, dict, tuple]
 def measure(name: str, args: argparse.Namespace, deadline: float) -> dict[str, np.ndarray]:
     """Time every compiled (function, B) of one robot; returns the outputs at `ACCURACY_B`."""
     robot, programs, data = prepare(name, args)
-    whole = ROBOTS[name][2]
+    whole = args.whole or ROBOTS[name][2]
     outputs = {}
     with gpu_turn(args.lock):
         for (fn_name, b), (call, compile_s, temp) in programs.items():
@@ -302,6 +303,9 @@ def main() -> None:
         choices=["default", "highest"],
         default="default",
         help="JAX's precision of float32 matrix products (default: TensorFloat-32 on recent GPUs)",
+    )
+    parser.add_argument(
+        "--whole", type=int, default=0, help="states per vectorized call (default: the robot's)"
     )
     args = parser.parse_args()
     jax.config.update("jax_enable_x64", args.dtype == "float64")

@@ -20,7 +20,8 @@ compressed rule, the relative error of `M`, `ID`, `g` and `s` against the refere
 (`ru_maxrss`). One JSON object per line.
 
 Run: taskset -c 1 python benchmarks/heavy.py [--robots helicoid gripper] [--rules compressed mesh]
-     [--skip derivatives] [--no-reference]
+     [--skip derivatives] [--no-reference] [--fast]
+(`--fast`: XLA:CPU's faster-compiling emitters, `sr.fast_compilation()`, for the whole process)
 """
 
 from __future__ import annotations
@@ -167,7 +168,12 @@ def main() -> None:
     parser.add_argument("--rules", nargs="+", default=["compressed", "mesh"])
     parser.add_argument("--skip", nargs="*", default=[], help="functions not to time")
     parser.add_argument("--no-reference", action="store_true", help="skip the error check")
+    parser.add_argument(
+        "--fast", action="store_true", help="sr.fast_compilation() first (README, Fast start)"
+    )
     args = parser.parse_args()
+    if args.fast:
+        sr.fast_compilation()
     emit("machine", **machine())
     for name in args.robots:
         for kind in args.rules:

@@ -20,8 +20,10 @@ compressed rule, the relative error of `M`, `ID`, `g` and `s` against the refere
 (`ru_maxrss`). One JSON object per line.
 
 Run: taskset -c 1 python benchmarks/heavy.py [--robots helicoid gripper] [--rules compressed mesh]
-     [--skip derivatives] [--no-reference] [--fast]
-(`--fast`: XLA:CPU's faster-compiling emitters, `sr.fast_compilation()`, for the whole process)
+     [--skip derivatives] [--no-reference] [--fast] [--closed]
+(`--fast`: XLA:CPU's faster-compiling emitters, `sr.fast_compilation()`, for the whole process;
+`--closed`: each function jitted closed over the robot, whose arrays become constants of the
+program, instead of taking it as an argument)
 """
 
 from __future__ import annotations
@@ -96,8 +98,10 @@ def state(robot: sr.Robot, scale: np.ndarray) -> tuple[jax.Array, ...]:
     return tuple(jnp.asarray(s * rng.uniform(-1, 1, n)) for s in (scale, 3 * scale, 10 * scale))
 
 
-def functions(robot: sr.Robot) -> dict[str, Any]:
-    """The timed functions of `(q, q̇, q̈)`, each jitted with the robot as an argument."""
+def functions(robot: sr.Robot, closed: bool = False) -> dict[str, Any]:
+    """The timed functions of `(robot, q, q̇, q̈)`, each jitted with the robot as an argument,
+    or with `closed` over the given robot (its arrays constants of the program, as in
+    `jax.jit(lambda q: f(robot, q))`; the robot argument is then ignored)."""
 
     def maps(rob: sr.Robot, q: jax.Array) -> list:
         out = []
@@ -118,6 +122,11 @@ def functions(robot: sr.Robot) -> dict[str, Any]:
         "internal_force": lambda r, q, qd, qdd: sr.internal_force(r, q, qd),
         "derivatives": lambda r, q, qd, qdd: sr.inverse_dynamics_derivatives(r, q, qd, qdd),
     }
+    if closed:
+        return {
+            name: (lambda f: lambda _, *xs: f(*xs))(jax.jit(lambda *xs, fn=fn: fn(robot, *xs)))
+            for name, fn in fns.items()
+        }
     return {name: jax.jit(fn) for name, fn in fns.items()}
 
 
@@ -140,12 +149,16 @@ def errors(name: str, robot: sr.Robot, states: tuple[jax.Array, ...]) -> dict[st
 
 
 def time_robot(
-    label: str, robot: sr.Robot, states: tuple[jax.Array, ...], skip: list[str]
+    label: str,
+    robot: sr.Robot,
+    states: tuple[jax.Array, ...],
+    skip: list[str],
+    closed: bool = False,
 ) -> dict[str, dict[str, float]]:
     """First call and per-call time of every function of `functions` (one JSON line each)."""
     nodes = [link.body.volume.n_points for link in robot.links if link.body.n_q]
     timings = {}
-    for fn_name, fn in functions(robot).items():
+    for fn_name, fn in functions(robot, closed).items():
         if fn_name in skip:
             continue
         first = time_first_call(lambda f=fn: f(robot, *states))
@@ -171,15 +184,18 @@ def main() -> None:
     parser.add_argument(
         "--fast", action="store_true", help="sr.fast_compilation() first (README, Fast start)"
     )
+    parser.add_argument(
+        "--closed", action="store_true", help="jit each function closed over the robot"
+    )
     args = parser.parse_args()
     if args.fast:
         sr.fast_compilation()
-    emit("machine", **machine())
+    emit("machine", **machine(), closed=args.closed)
     for name in args.robots:
         for kind in args.rules:
             robot, scale = ROBOTS[name](kind)
             states = state(robot, scale)
-            timings = time_robot(f"{name}/{kind}", robot, states, args.skip)
+            timings = time_robot(f"{name}/{kind}", robot, states, args.skip, args.closed)
             ref = timings.get("map_and_jacobian", {}).get("median_s")
             summary: dict[str, Any] = {}
             if ref:

@@ -193,10 +193,15 @@ def handle(robot: Robot) -> Handle | None:
 
 
 def _accept_jax_arrays() -> None:
-    """Add JAX's concrete array type to `_FAST_TYPES` (once)."""
+    """Add JAX's concrete array type to `_FAST_TYPES` (once). The array is made concrete
+    even when the first handle is made while a `jit` traces (a robot built outside, called
+    first inside): an array made there is a tracer, and tracers would then pass for concrete
+    states, tracing the model twice (the fast path's program, then the checked one)."""
     global _FAST_TYPES
     if len(_FAST_TYPES) == 1:
-        _FAST_TYPES = (type(jnp.zeros(0)), np.ndarray)
+        with jax.ensure_compile_time_eval():
+            concrete = type(jnp.zeros(0))
+        _FAST_TYPES = (concrete, np.ndarray)
 
 
 def _run(

@@ -187,6 +187,28 @@ def test_transformations_take_the_checked_path(robot, checked_calls):
     np.testing.assert_allclose(jacobian, mass, rtol=1e-12, atol=1e-14)
 
 
+def test_a_first_call_under_jit_takes_only_the_checked_path(monkeypatch):
+    # the process's first handle made while a `jit` traces (a fresh robot, called first inside
+    # `jax.jit`): the states there are tracers and must not pass for concrete arrays, else the
+    # model is traced twice, once for the fast path's program and once for the checked one
+    monkeypatch.setattr(_fastpath, "_FAST_TYPES", (np.ndarray,))
+    runs = []
+    real = _fastpath._run
+
+    def counting(*args, **kwargs):
+        runs.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_fastpath, "_run", counting)
+    fresh = _robot(mass=1.5)
+    jitted = jax.jit(lambda q: sr.inverse_dynamics(fresh, q, QD, QDD))(Q)
+    assert not runs, "the fast path traced the model under jit"
+    assert not any(issubclass(t, jax.core.Tracer) for t in _fastpath._FAST_TYPES)
+    eager = sr.inverse_dynamics(fresh, Q, QD, QDD)  # and eager calls still take the fast path
+    assert runs
+    _assert_same(jitted, eager, rtol=1e-12)
+
+
 def test_a_robot_built_inside_jit_has_no_handle(robot):
     def run(mass):
         traced = _robot(mass=mass)

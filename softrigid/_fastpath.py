@@ -199,8 +199,8 @@ def _accept_jax_arrays() -> None:
     states, tracing the model twice (the fast path's program, then the checked one)."""
     global _FAST_TYPES
     if len(_FAST_TYPES) == 1:
-        with jax.ensure_compile_time_eval():
-            concrete = type(jnp.zeros(0))
+        with jax.ensure_compile_time_eval():  # a transfer, nothing compiled
+            concrete = type(jax.device_put(np.zeros(0)))
         _FAST_TYPES = (concrete, np.ndarray)
 
 

@@ -192,20 +192,20 @@ def test_a_first_call_under_jit_takes_only_the_checked_path(monkeypatch):
     # `jax.jit`): the states there are tracers and must not pass for concrete arrays, else the
     # model is traced twice, once for the fast path's program and once for the checked one
     monkeypatch.setattr(_fastpath, "_FAST_TYPES", (np.ndarray,))
-    runs = []
-    real = _fastpath._run
+    attempts = []
+    real = _fastpath._attempt
 
     def counting(*args, **kwargs):
-        runs.append(1)
+        attempts.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_fastpath, "_run", counting)
+    monkeypatch.setattr(_fastpath, "_attempt", counting)
     fresh = _robot(mass=1.5)
     jitted = jax.jit(lambda q: sr.inverse_dynamics(fresh, q, QD, QDD))(Q)
-    assert not runs, "the fast path traced the model under jit"
+    assert not attempts, "the fast path ran its program under jit"
     assert not any(issubclass(t, jax.core.Tracer) for t in _fastpath._FAST_TYPES)
     eager = sr.inverse_dynamics(fresh, Q, QD, QDD)  # and eager calls still take the fast path
-    assert runs
+    assert attempts
     _assert_same(jitted, eager, rtol=1e-12)
 
 

@@ -156,6 +156,10 @@ class Body(abc.ABC):
         """`s_B = ∂U/∂q_B + ∂R/∂q̇_B` `(n_q,)` (default: reverse mode of the two functions)."""
         return jax.grad(self.elastic_energy)(q) + jax.grad(self.dissipation, argnums=1)(q, qd)
 
+    def damping_matrix(self, q: Array, qd: Array) -> Array:
+        """`∂s_B/∂q̇_B` `(n_q, n_q)` (default: forward mode of `internal_force` in `q̇_B`)."""
+        return jax.jacfwd(lambda y: self.internal_force(q, y))(qd)
+
 
 def _inertia(m: MassMoments) -> Array:
     # I_O = tr(P) 1 − P

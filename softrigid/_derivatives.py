@@ -35,7 +35,7 @@ from . import _recursion as rec
 from ._ad import value_and_jacfwd
 from ._body import MassMoments, VelocityMoments
 from ._dynamics import DynamicsTerms, _mass, actuation
-from ._energy import link_internal_force
+from ._energy import link_damping_matrix, link_internal_force
 from ._entry import algorithm
 from ._loads import external_loads
 from ._model import Link, Robot
@@ -108,7 +108,9 @@ def _link_terms(link: Link, q: Array, qd: Array) -> tuple:
 
     # the body data's own tangents are unused (and dropped by the compiler)
     (pos, rates, data), (d_pos, d_rates, _) = value_and_jacfwd(at, q)
-    d_rates_qd = value_and_jacfwd(lambda y: _rates(link, q, y, pos.rot, pos.trans, data), qd)[1]
+    d_bias_qd = value_and_jacfwd(lambda y: rec.link_bias(link, q, y, pos.rot, pos.trans, data), qd)
+    # ∂s_i/∂q̇_i: the damping matrix (the bodies' own form, e.g. Kelvin–Voigt's contraction)
+    d_rates_qd = _Rates(*d_bias_qd[1], link_damping_matrix(link, q, qd))
     return pos, d_pos, rates, d_rates, d_rates_qd
 
 

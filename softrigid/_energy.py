@@ -29,6 +29,7 @@ __all__ = [
     "gravity_energy",
     "internal_force",
     "kinetic_energy",
+    "link_damping_matrix",
     "link_dissipation",
     "link_energy",
     "link_internal_force",
@@ -55,6 +56,15 @@ def link_internal_force(link: Link, q: Array, qd: Array) -> Array:
     nj = link.joint.n_q
     joint = jax.grad(link.joint.energy)(q[:nj]) + jax.grad(link.joint.dissipation)(qd[:nj])
     return jnp.concatenate([joint, link.body.internal_force(q[nj:], qd[nj:])])
+
+
+def link_damping_matrix(link: Link, q: Array, qd: Array) -> Array:
+    """`∂s_i/∂q̇_i` `(n_i, n_i)`: the joint damper's `∂²R_J/∂q̇_J²` and the body's
+    `Body.damping_matrix`, block-diagonal (neither depends on the other's rates)."""
+    nj = link.joint.n_q
+    joint = jax.hessian(link.joint.dissipation)(qd[:nj]).reshape(nj, nj)
+    body = link.body.damping_matrix(q[nj:], qd[nj:])
+    return jax.scipy.linalg.block_diag(joint, body)
 
 
 def _sum(parts: list[Array], dtype: jnp.dtype) -> Array:

@@ -350,6 +350,12 @@ class SoftBody(Body):
             return jnp.zeros_like(q)
         return self.material.internal_force(self, q, qd)
 
+    def damping_matrix(self, q: Array, qd: Array) -> Array:
+        """`∂s_B/∂q̇_B` `(n_q, n_q)` of the body's material (zero without one)."""
+        if self.material is None:
+            return jnp.zeros((q.shape[0], q.shape[0]), q.dtype)
+        return self.material.damping_matrix(self, q, qd)
+
 
 def _check_length(kin: Kinematics, volume: QuadratureRule) -> None:
     """A family's length `L` must be the volume's (the `x3` of its distal pivot)."""

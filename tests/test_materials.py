@@ -329,6 +329,20 @@ def test_kelvin_voigt_is_stiffness_proportional_at_rest(make):
     np.testing.assert_allclose(body_damping_matrix(body, q0), 0.2 * k, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("make", DAMPED.values(), ids=DAMPED.keys())
+def test_damping_matrix_is_the_dissipations_hessian(make):
+    # Body.damping_matrix (the solids' contraction η Σ w Bᵀ ℂ₀ B, the rod's default forward
+    # mode) against ∂²R/∂q̇² by polarization, away from rest, at two q̇ (it depends on q only)
+    body = make()
+    rng = np.random.default_rng(5)
+    q = jnp.asarray(0.2 * rng.normal(size=body.n_q))
+    expected = np.asarray(body_damping_matrix(body, q))
+    for qd in (jnp.zeros(body.n_q), jnp.asarray(rng.normal(size=body.n_q))):
+        d = np.asarray(jax.jit(body.damping_matrix)(q, qd))
+        np.testing.assert_allclose(d, expected, rtol=1e-11, atol=1e-13 * np.abs(expected).max())
+        np.testing.assert_allclose(d, d.T, atol=1e-14 * np.abs(d).max())
+
+
 @pytest.mark.parametrize("make", SOLIDS.values(), ids=SOLIDS.keys())
 def test_solid_internal_force_is_the_gradient_of_energy_and_dissipation(make):
     """A solid's `internal_force` (one linearization of F(q), pulled back once) equals reverse

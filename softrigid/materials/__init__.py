@@ -30,6 +30,7 @@ and the power balance `d(T + V)/dt = q̇ᵀ ν − 2R` hold exactly.
 """
 
 from ._base import Material
+from ._gradient import deformation_gradient
 from ._rod import CosseratRod
 from ._solids import (
     CompressibleNeoHookean,
@@ -37,7 +38,6 @@ from ._solids import (
     IncompressibleNeoHookean,
     SaintVenantKirchhoff,
     StrainEnergy,
-    deformation_gradient,
     lame_parameters,
 )
 

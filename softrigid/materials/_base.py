@@ -40,6 +40,11 @@ class Material(abc.ABC):
             body, q, qd
         )
 
+    def damping_matrix(self, body: SoftBody, q: Array, qd: Array) -> Array:
+        """`∂s_B/∂q̇_B = ∂²R/∂q̇_B²` `(n_q, n_q)` (default: forward mode of `internal_force`
+        in `q̇_B`; independent of `q̇_B` for a dissipation quadratic in it)."""
+        return jax.jacfwd(lambda y: self.internal_force(body, q, y))(qd)
+
     def validate(self, body: SoftBody) -> None:  # noqa: B027 - optional hook, no-op by default
         """Called when a `SoftBody` is built with this material; raise on an invalid pairing."""
 

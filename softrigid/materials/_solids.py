@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import Array
 
 from .._checks import as_scalar, copy_params
-from .._module import is_concrete, module, rounding_tolerance, static
+from .._module import is_concrete, module, static
 from ..kinematics._base import trace_user
 from ._base import Material, check_eta
+from ._gradient import deformation_gradient, green_rate, kelvin_voigt_damping_matrix
+from ._volume import check_volume_preserving
 
 if TYPE_CHECKING:
     from .._soft_body import SoftBody
@@ -29,54 +30,8 @@ __all__ = [
     "IncompressibleNeoHookean",
     "SaintVenantKirchhoff",
     "StrainEnergy",
-    "check_volume_preserving",
-    "deformation_gradient",
     "lame_parameters",
 ]
-
-# Volume preservation is checked at q = 0 and at these many seeded random configurations.
-_VP_SAMPLES = 3
-_VP_SCALE = 0.05
-_VP_TOL = 1e-8
-_REDUCED_PRECISION = (  # float32 GPU products default to TensorFloat-32 (det F off by ~1e-3)
-    " In float32 on a GPU, JAX multiplies matrices in TensorFloat-32 (about 1e-3) by default: "
-    "evaluate with jax.default_matmul_precision('highest')."
-)
-# A sample outside the map's valid range (`valid(x, q)`) is halved at most this many times.
-_VP_HALVINGS = 30
-
-
-def deformation_gradient(body: SoftBody, q: Array, points: Array | None = None) -> Array:
-    """Deformation gradients `F_k = ∂f/∂x (x_k, q)` `(K, 3, 3)` of a soft body's map.
-
-    Args:
-        body: a `SoftBody` (anything with `.kinematics` and `.volume`).
-        q: `(n_q,)` body coordinates.
-        points: `(K, 3)` material points (default: the body's quadrature nodes, evaluated with
-            the rule's axial-row structure).
-
-    Returns:
-        `(K, 3, 3)` with `F[k, i, j] = ∂f_i/∂x_j`: three forward-mode passes of the whole
-        `map_points` along the unit material directions.
-    """
-    n_axial = None
-    if points is None:
-        points, n_axial = body.volume.points, body.volume.n_axial
-
-    def mapped(p: Array) -> Array:
-        return body.kinematics.map_points(p, q, n_axial)
-
-    def column(e: Array) -> Array:
-        return jax.jvp(mapped, (points,), (jnp.broadcast_to(e, points.shape),))[1]
-
-    cols = jax.vmap(column)(jnp.eye(3, dtype=points.dtype))  # (3, K, 3): [j, k, i]
-    return jnp.transpose(cols, (1, 2, 0))
-
-
-def _green_rate(f: Array, fd: Array) -> Array:
-    # Ė = ½ (Ḟᵀ F + Fᵀ Ḟ)
-    a = jnp.swapaxes(fd, -1, -2) @ f
-    return 0.5 * (a + jnp.swapaxes(a, -1, -2))
 
 
 def lame_parameters(E: Any, nu: Any) -> tuple[Array, Array]:
@@ -121,7 +76,7 @@ class _Solid(Material):
     def dissipation(self, body: SoftBody, q: Array, qd: Array) -> Array:
         # R = (η/2) Σ_k w_k Ė_k : ℂ₀ : Ė_k
         f, fd = jax.jvp(lambda x: deformation_gradient(body, x), (q,), (qd,))
-        quad = jax.vmap(self.small_strain)(_green_rate(f, fd))
+        quad = jax.vmap(self.small_strain)(green_rate(f, fd))
         return 0.5 * self.eta * jnp.sum(body.volume.weights * quad)
 
     def internal_force(self, body: SoftBody, q: Array, qd: Array) -> Array:
@@ -134,58 +89,15 @@ class _Solid(Material):
         the pull-back of the cotangent `w (P + η F S)` through `∂F/∂q`."""
         F, tangent = jax.linearize(lambda x: deformation_gradient(body, x), q)
         P = jax.vmap(jax.grad(self.density))(F)
-        S = jax.vmap(jax.grad(lambda e: 0.5 * self.small_strain(e)))(_green_rate(F, tangent(qd)))
+        S = jax.vmap(jax.grad(lambda e: 0.5 * self.small_strain(e)))(green_rate(F, tangent(qd)))
         cotangent = body.volume.weights[:, None, None] * (P + self.eta * (F @ S))
         return jax.linear_transpose(tangent, q)(cotangent)[0]
 
-
-def _sample_configurations(body: SoftBody) -> np.ndarray:
-    """`q = 0` and `_VP_SAMPLES` seeded `q ~ 0.05 N(0, I)`; a map with a valid range (an LVP
-    composition's `valid(x, q)`, e.g. a source whose coordinate in m² must keep its cavity
-    open) gets each sample halved until it is valid at every quadrature node."""
-    rng = np.random.default_rng(0)
-    qs = _VP_SCALE * rng.standard_normal((_VP_SAMPLES, body.n_q))
-    valid = getattr(body.kinematics, "valid", None)
-    if valid is not None:
-        inside = jax.vmap(lambda q: jnp.all(jax.vmap(valid, (0, None))(body.volume.points, q)))
-        for _ in range(_VP_HALVINGS):
-            out = ~np.asarray(inside(jnp.asarray(qs)))
-            if not out.any():
-                break
-            qs[out] /= 2.0
-    return np.concatenate([np.zeros((1, body.n_q)), qs])
-
-
-@jax.jit
-def _jacobian_determinants(body: SoftBody, qs: Array) -> Array:
-    """`det F` at the quadrature nodes `(S, K)` for the configurations `qs` `(S, n_q)`."""
-    return jax.vmap(lambda q: jnp.linalg.det(deformation_gradient(body, q)))(qs)
-
-
-def check_volume_preserving(body: SoftBody, where: str) -> None:
-    """Raise `ValueError` unless `det F = 1` (to 1e-8, or 100 units of float32 rounding in
-    float32) at every quadrature node of `body` at `q = 0` and at three seeded random
-    configurations `q ~ 0.05 N(0, I)` (halved into the map's valid range when it has one): a
-    necessary test, cheap enough for every build; skipped when the body is traced."""
-    if not is_concrete(body):
-        return
-    name = getattr(body.kinematics, "name", "") or type(body.kinematics).__name__
-    qs = _sample_configurations(body)
-    dets = np.asarray(_jacobian_determinants(body, jnp.asarray(qs)))
-    for q, det in zip(qs, dets):
-        if not np.all(np.isfinite(det)):
-            raise ValueError(
-                f"{where}: the deformation gradient of {name!r} is not finite at q = {q.tolist()}"
-            )
-        err = float(np.max(np.abs(det - 1.0)))
-        if err > rounding_tolerance(det, _VP_TOL):
-            raise ValueError(
-                f"{where} needs a volume-preserving body map, but {name!r} has "
-                f"max |det F − 1| = {err:.3g} at q = {np.round(q, 4).tolist()}. An incompressible "
-                "law on such a map gives a force at rest and a wrong stiffness. Use a "
-                "volume-preserving (LVP) map, or CompressibleNeoHookean / SaintVenantKirchhoff."
-                + (_REDUCED_PRECISION if det.dtype == np.float32 else "")
-            )
+    def damping_matrix(self, body: SoftBody, q: Array, qd: Array) -> Array:
+        """`∂s_B/∂q̇_B = η Σ_k w_k B_kᵀ ℂ₀ B_k` (`kelvin_voigt_damping_matrix`)."""
+        del qd
+        stress = jax.grad(lambda e: 0.5 * self.small_strain(e))
+        return kelvin_voigt_damping_matrix(body, q, self.eta, stress)
 
 
 @module

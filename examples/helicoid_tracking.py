@@ -8,9 +8,11 @@ The robot, its tendon routing, the statics of the sampled task, the actuation re
 `y_d(t)`, and the seed's PFBL tracking it from the straight rest configuration, integrated by
 scipy's BDF (`integrators.BDF`, the closed loop's exact Jacobian, `jacobian="autodiff"`;
 progress printed). `--statics-from` reuses an earlier run's equilibria (the statics compile
-for about five minutes). The statics' tensions depend on rounding (README, Simulation 1,
-"Known issue"): the measured runs were pinned to one core, `taskset -c 0 python ...`; on two
-cores one sample of 20 has been seen to stall for minutes and miss its targets by 3.5 mm.
+for about five minutes). The statics pass close to buckling and so depend on the compressed
+rule, whose nodes depended on OpenBLAS's thread count: the script runs OpenBLAS on one thread
+(below, and README, Simulation 1), so a run on any number of cores of one machine solves the
+same model (on two cores without it, one sample of 20 stalled for minutes and missed its
+targets by 3.5 mm).
 
 The robot (the seed's Sec. 7.1 and Table 4): three helicoid segments in a chain on fixed joints,
 `kinematics.lvp.helicoid_segment(0.1)` (stretch, two bends with linear curvature, twist and two

@@ -122,12 +122,14 @@ def functions(robot: sr.Robot, closed: bool = False) -> dict[str, Any]:
         "internal_force": lambda r, q, qd, qdd: sr.internal_force(r, q, qd),
         "derivatives": lambda r, q, qd, qdd: sr.inverse_dynamics_derivatives(r, q, qd, qdd),
     }
-    if closed:
-        return {
-            name: (lambda f: lambda _, *xs: f(*xs))(jax.jit(lambda *xs, fn=fn: fn(robot, *xs)))
-            for name, fn in fns.items()
-        }
-    return {name: jax.jit(fn) for name, fn in fns.items()}
+    if not closed:
+        return {name: jax.jit(fn) for name, fn in fns.items()}
+
+    def closed_over(fn: Any) -> Any:
+        jitted = jax.jit(lambda *xs: fn(robot, *xs))
+        return lambda _robot, *xs: jitted(*xs)
+
+    return {name: closed_over(fn) for name, fn in fns.items()}
 
 
 def errors(name: str, robot: sr.Robot, states: tuple[jax.Array, ...]) -> dict[str, float]:

@@ -68,6 +68,10 @@ class _Solid(Material):
     def small_strain(self, E: Array) -> Array:
         """`E : ℂ₀ : E` for one symmetric `(3, 3)` strain (the small-strain quadratic form)."""
 
+    def rate_stress(self, E: Array) -> Array:
+        """`ℂ₀ : E` for one symmetric `(3, 3)` strain rate (half the form's gradient)."""
+        return jax.grad(lambda e: 0.5 * self.small_strain(e))(E)
+
     def energy(self, body: SoftBody, q: Array) -> Array:
         # U = Σ_k w_k W(F_k)
         f = deformation_gradient(body, q)
@@ -89,15 +93,14 @@ class _Solid(Material):
         the pull-back of the cotangent `w (P + η F S)` through `∂F/∂q`."""
         F, tangent = jax.linearize(lambda x: deformation_gradient(body, x), q)
         P = jax.vmap(jax.grad(self.density))(F)
-        S = jax.vmap(jax.grad(lambda e: 0.5 * self.small_strain(e)))(green_rate(F, tangent(qd)))
+        S = jax.vmap(self.rate_stress)(green_rate(F, tangent(qd)))
         cotangent = body.volume.weights[:, None, None] * (P + self.eta * (F @ S))
         return jax.linear_transpose(tangent, q)(cotangent)[0]
 
     def damping_matrix(self, body: SoftBody, q: Array, qd: Array) -> Array:
         """`∂s_B/∂q̇_B = η Σ_k w_k B_kᵀ ℂ₀ B_k` (`kelvin_voigt_damping_matrix`)."""
         del qd
-        stress = jax.grad(lambda e: 0.5 * self.small_strain(e))
-        return kelvin_voigt_damping_matrix(body, q, self.eta, stress)
+        return kelvin_voigt_damping_matrix(body, q, self.eta, self.rate_stress)
 
 
 @module

@@ -67,7 +67,7 @@ def raise_if(
     if _FLAGGING:
         trace, flags = _FLAGGING[-1]
         if trace is not None and getattr(bad, "_trace", None) is trace:
-            flags.append(bad)
+            flags.append(jnp.any(bad))
             return value
     return fault_if(value, bad, index, messages)
 

@@ -158,32 +158,34 @@ def _float_leaves(out: Any) -> list[Array]:
 def check_finite(where: str, robot: Robot, out: Any) -> Any:
     """`out` (a pytree of outputs) unchanged, with one run-time check (also under `jit`/`vmap`)
     that every floating leaf is finite; the error names `where` and, when a leaf over the
-    coordinates is bad, the first bad coordinate. One fused reduction and one branch for all
-    the outputs, and every output depends on it (none can be used unchecked)."""
+    coordinates is bad, the first bad coordinate. One fused reduction (the largest message
+    index of the bad entries, `raise_if` with a given index) and one branch, and every output
+    depends on it (none can be used unchecked)."""
     leaves = _float_leaves(out)
     if not leaves:
         return out
     n = robot.n_q
-
-    def first_bad_coordinate(out: Any) -> Array:
-        """The first coordinate with a non-finite output (`n`: none, the fault is elsewhere)."""
-        per_coordinate = jnp.zeros(n, bool)
-        for x in _float_leaves(out):
-            if x.ndim >= 1 and x.shape[0] == n:
-                per_coordinate |= ~jnp.all(jnp.isfinite(x.reshape(n, -1)), axis=1)
-        return jnp.where(jnp.any(per_coordinate), jnp.argmax(per_coordinate), n)
-
+    # message n − j names coordinate j, message 0 a bad entry of another leaf: the largest
+    # index of the bad entries (`fault_if`) is the first bad coordinate
     msgs = (
+        f"{PREFIX}{where}: non-finite value (NaN or inf).{NON_FINITE_HINT}",
         *(
             f"{PREFIX}{where}: non-finite value (NaN or inf) at coordinate {j} "
             f"({describe_coordinate(robot, j)}).{NON_FINITE_HINT}"
-            for j in range(n)
+            for j in range(n - 1, -1, -1)
         ),
-        f"{PREFIX}{where}: non-finite value (NaN or inf).{NON_FINITE_HINT}",
     )
-    bad = ~jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
-    # the coordinate is located only when the check fires: the normal path is one reduction
-    return raise_if(out, bad, first_bad_coordinate, msgs)
+    index = [
+        np.broadcast_to(
+            np.arange(n, 0, -1).reshape((n,) + (1,) * (x.ndim - 1))
+            if x.ndim >= 1 and x.shape[0] == n
+            else 0,
+            x.shape,
+        ).ravel()
+        for x in leaves
+    ]
+    bad = jnp.concatenate([~jnp.isfinite(x).ravel() for x in leaves])
+    return raise_if(out, bad, np.concatenate(index), msgs)
 
 
 def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array) -> Array:

@@ -3,9 +3,15 @@
 `fault_if(value, bad, index, messages)` returns `value` unchanged and makes the program fail
 with `messages[index]` when `bad` holds, also under `jit`, `vmap` and automatic differentiation:
 
-    value' = cond(any_batch(bad), fail(messages[max_batch(index)]), identity)(value)
+    code   = max_batch(where(bad, index + 1, 0)),
+    zero   = switch(code, [0, fail(messages[0]), fail(messages[1]), …]),
+    value' = value − zero.
 
-On CPU the failing branch is an XLA FFI custom call (`softrigid_fault`) whose handler returns
+The outputs never enter the branch (XLA needs not materialize them for it: the code fuses with
+the reduction that computes `bad`), and every leaf depends on the check, so no output can be
+used unchecked; `x − 0` is `x` bit for bit (`−0.0` and NaN included).
+
+On CPU each failing branch is an XLA FFI custom call (`softrigid_fault`) whose handler returns
 an XLA error carrying the message, which JAX raises when the result is read (as
 `jax.errors.JaxRuntimeError` on a program's first call, as `ValueError` on later ones). The
 handler is a C-callable function made with `ctypes` from the XLA FFI C API
@@ -16,9 +22,9 @@ asynchronously on its thread pool like any other program (successive calls overl
 persistent compilation cache can store it. On other platforms the failing branch is
 `equinox.branched_error_if`'s (chosen at lowering, `lax.platform_dependent`).
 
-Under `vmap` the fault flag is reduced over the batch (`equinox.internal.unvmap_any`) and the
-message is that of the largest index (`unvmap_max`), as in Equinox; under `jvp` the tangent of
-`value` passes through unchanged.
+Under `vmap` the code is reduced over the batch (`equinox.internal.unvmap_max`): the message is
+that of the largest index, as in Equinox; the code carries no tangent, so derivatives of `value`
+pass through unchanged.
 """
 
 from __future__ import annotations
@@ -159,58 +165,37 @@ _HANDLER = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(_handle)
 jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(_HANDLER), platform="cpu")
 
 
-def _raising(message: str) -> Callable[[list[Array]], list[Array]]:
-    """`leaves ↦ leaves` through the custom call that fails with `message`."""
-
-    def call(leaves: list[Array]) -> list[Array]:
-        shapes = [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves]
-        aliases = {i: i for i in range(len(leaves))}
-        fault = jax.ffi.ffi_call(
-            TARGET, shapes, input_output_aliases=aliases, vmap_method="broadcast_all"
-        )
-        return fault(*leaves, message=message)
-
-    return call
+def ffi_failure(code: Array, message: str) -> Array:
+    """CPU: fail with `message` through the `softrigid_fault` custom call (its int32 result is
+    never written: the call fails; `code` is not read)."""
+    return jax.ffi.ffi_call(TARGET, jax.ShapeDtypeStruct((), jnp.int32))(message=message)
 
 
-def ffi_failure(leaves: list[Array], k: Array, messages: tuple[str, ...]) -> list[Array]:
-    """CPU: fail with `messages[k]` through the `softrigid_fault` custom call."""
-    return lax.switch(k, [_raising(m) for m in messages], leaves)
+def equinox_failure(code: Array, message: str) -> Array:
+    """Other platforms: fail with `message` where `code > 0` through `equinox.error_if` (a host
+    callback; the predicate is traced, so tracing never raises)."""
+    return eqx.error_if(jnp.zeros((), jnp.int32), code > 0, message)
 
 
-def equinox_failure(leaves: list[Array], k: Array, messages: tuple[str, ...]) -> list[Array]:
-    """Other platforms: fail with `messages[k]` through `equinox.branched_error_if`."""
-    return eqx.branched_error_if(leaves, True, k, messages)
+def _failing(message: str) -> Callable[[Array], Array]:
+    """The branch that fails with `message`, by the platform's failure (chosen at lowering)."""
+    cpu = functools.partial(ffi_failure, message=message)
+    other = functools.partial(equinox_failure, message=message)
+    return lambda code: lax.platform_dependent(code, cpu=cpu, default=other)
 
 
-def _fail(
-    leaves: list[Array], index: Array, locate: Callable, messages: tuple[str, ...]
-) -> list[Array]:
-    """The failing branch: `messages[k]`, `k` the largest over a batch of
-    `locate(leaves, index)`, by the platform's failure (chosen at lowering)."""
-    k = jnp.clip(unvmap_max(locate(leaves, index)), 0, len(messages) - 1)
-    cpu = functools.partial(ffi_failure, k=k, messages=messages)
-    other = functools.partial(equinox_failure, k=k, messages=messages)
-    return lax.platform_dependent(leaves, cpu=cpu, default=other)
+def _zero_or_fail(code: Array, messages: tuple[str, ...]) -> Array:
+    """`0` (int32) for `code = 0`, else fail with `messages[code − 1]`: one `switch` (whose index
+    clamp fuses with the reduction that computes `code`), one branch per message."""
+    branches = [lambda code: jnp.zeros((), jnp.int32)] + [_failing(m) for m in messages]
+    return lax.switch(code, branches, code)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(3, 4))
-def _guard(
-    leaves: list[Array], bad: Array, index: Array, locate: Callable, messages: tuple[str, ...]
-) -> Any:
-    return lax.cond(bad, lambda x: _fail(x, index, locate, messages), lambda x: x, leaves)
-
-
-@_guard.defjvp
-def _guard_jvp(
-    locate: Callable, messages: tuple[str, ...], primals: tuple, tangents: tuple
-) -> tuple:
-    leaves, bad, index = primals
-    return _guard(leaves, bad, index, locate, messages), tangents[0]
-
-
-def _given(leaves: list[Array], index: Array) -> Array:
-    return index
+def _depends(leaf: Array, zero: Array) -> Array:
+    """`leaf` unchanged, as a function of the check's `zero` (`x − 0` keeps `−0.0` and NaN)."""
+    if leaf.dtype == jnp.bool_:
+        return leaf & (zero == 0)
+    return leaf - zero.astype(leaf.dtype)
 
 
 def fault_if(
@@ -220,24 +205,32 @@ def fault_if(
     with `messages[index]` (raised when its result is read; see the module docstring).
 
     `index` may be a function of `value` (`index(value)`), evaluated only when the check
-    fires: the program's normal path then computes `bad` alone. A concrete `bad` that holds,
-    with an index that can be read without tracing, raises a `ValueError` at once."""
+    fires (behind a `cond` that reads `value`); a given index costs no branch of its own: the
+    message's code `where(bad, index + 1, 0)` fuses with the reduction that computes `bad`.
+    A concrete `bad` that holds, with an index that can be read without tracing, raises a
+    `ValueError` at once."""
     arrays, rest = eqx.partition(value, eqx.is_array)
     leaves, tree = jax.tree_util.tree_flatten(arrays)
+    last = len(messages) - 1
+    if is_concrete(bad) and not bool(np.any(np.asarray(bad))):
+        return value
+    if is_concrete(bad, leaves if callable(index) else index):
+        k = np.asarray(index(value) if callable(index) else index)
+        raise ValueError(messages[min(max(int(np.max(k)), 0), last)])
+    bad = jnp.asarray(bad)
     if callable(index):
         pick = index
 
-        def locate(leaves: list[Array], _: Array) -> Array:
-            return pick(eqx.combine(jax.tree_util.tree_unflatten(tree, leaves), rest))
+        def located(leaves: list[Array]) -> Array:
+            k = pick(eqx.combine(jax.tree_util.tree_unflatten(tree, leaves), rest))
+            return jnp.where(bad, jnp.clip(k, 0, last) + 1, 0).astype(jnp.int32)
 
-        index = np.zeros((), int)
+        def none(leaves: list[Array]) -> Array:
+            return jnp.zeros(bad.shape, jnp.int32)
+
+        code = lax.cond(unvmap_any(bad), located, none, leaves)
     else:
-        locate = _given
-    if is_concrete(bad) and not bool(np.any(np.asarray(bad))):
-        return value
-    if is_concrete(bad, index, leaves if locate is not _given else ()):
-        k = int(np.max(np.asarray(locate(leaves, index))))
-        raise ValueError(messages[min(max(k, 0), len(messages) - 1)])
-    bad = unvmap_any(jnp.asarray(bad))
-    leaves = _guard(leaves, bad, jnp.asarray(index), locate, tuple(messages))
+        code = jnp.where(bad, jnp.clip(jnp.asarray(index), 0, last) + 1, 0).astype(jnp.int32)
+    zero = _zero_or_fail(unvmap_max(jnp.max(code)), tuple(messages))
+    leaves = [_depends(leaf, zero) for leaf in leaves]
     return eqx.combine(jax.tree_util.tree_unflatten(tree, leaves), rest)

@@ -97,11 +97,22 @@ def test_each_platform_failure_raises_the_chosen_message(failure):
         pytest.skip("the FFI failure is registered for CPU only")
 
     def program(x):
-        leaves = jax.lax.cond(
-            x[0] < 0, lambda v: failure(v, jnp.int32(1), MESSAGES), lambda v: v, [x]
-        )
-        return leaves[0]
+        code = jnp.where(x[0] < 0, 2, 0).astype(jnp.int32)
+        fail = jax.lax.cond(code > 0, lambda c: failure(c, MESSAGES[1]), lambda c: c, code)
+        return x - fail.astype(x.dtype)
 
     np.testing.assert_array_equal(jax.jit(program)(jnp.ones(2)), jnp.ones(2))
     with pytest.raises(RUNTIME_ERRORS, match="the first entry is negative"):
         jax.block_until_ready(jax.jit(program)(-jnp.ones(2)))
+
+
+def test_a_lazy_index_names_the_message_and_values_keep_their_signed_zeros():
+    def program(x):
+        return fault_if(x, jnp.any(x < 0), lambda x: jnp.argmax(x < 0), MESSAGES)
+
+    out = jax.jit(program)(jnp.array([-0.0, 2.0]))
+    np.testing.assert_array_equal(np.signbit(out), [True, False])
+    with pytest.raises(RUNTIME_ERRORS, match="the first entry is negative"):
+        jax.block_until_ready(jax.jit(program)(jnp.array([1.0, -2.0])))
+    with pytest.raises(RUNTIME_ERRORS, match="something is not finite"):
+        jax.block_until_ready(jax.jit(program)(jnp.array([-1.0, 2.0])))

@@ -222,37 +222,22 @@ def _check(robot: Robot, qdd: Array, ok: Array, finite: Array) -> Array:
     """`q̈` unchanged, with a run-time check that every `D_i` was positive definite; a `D_i`
     that is not finite (the state or the model produced NaN or inf) is reported as such."""
     slices = robot.q_slices()
-    msgs = (
-        *(
-            f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not positive "
-            f"definite ({describe_coordinate(robot, sl.start)} or another coordinate of the "
-            "link): nothing in the model moves with it (e.g. a map through stop_gradient or "
-            "that ignores q, a massless body)."
-            if sl.stop > sl.start
-            else ""
-            for i, sl in enumerate(slices)
-        ),
-        *(
+    # message 2i: D_i singular, 2i + 1: D_i not finite; the largest index among the failing
+    # links is the most distal one (the inward pass runs tip to base and a singular or
+    # non-finite D_i spoils every D_j, j < i: the distal one is the cause)
+    msgs: tuple[str, ...] = ()
+    for i, sl in enumerate(slices):
+        coordinate = describe_coordinate(robot, sl.start) if sl.stop > sl.start else ""
+        msgs += (
+            f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not "
+            f"positive definite ({coordinate} or another coordinate of the link): nothing in "
+            "the model moves with it (e.g. a map through stop_gradient or that ignores q, a "
+            "massless body).",
             f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not finite "
-            f"({describe_coordinate(robot, sl.start)} or another coordinate of the link)."
-            f"{NON_FINITE_HINT}"
-            if sl.stop > sl.start
-            else ""
-            for i, sl in enumerate(slices)
-        ),
-    )
-    n = ok.shape[0]
-
-    def index(checked: tuple[Array, Array, Array]) -> Array:
-        """The most distal failing link (the inward pass runs tip to base and a singular or
-        non-finite `D_i` spoils every `D_j`, `j < i`: the distal one is the cause), and whether
-        its `D_i` was finite; computed only when the check fires (from the checked value
-        alone)."""
-        _, ok, finite = checked
-        i = n - 1 - jnp.argmin(ok[::-1])
-        return jnp.where(finite[i], i, n + i)
-
-    return raise_if((qdd, ok, finite), ~jnp.all(ok), index, msgs)[0]
+            f"({coordinate} or another coordinate of the link).{NON_FINITE_HINT}",
+        )
+    index = 2 * jnp.arange(ok.shape[0]) + ~finite
+    return raise_if(qdd, ~ok, index, msgs)
 
 
 def articulated_accelerations(

@@ -204,9 +204,11 @@ def fault_if(
     """`value` (an array or a pytree of them) unchanged; when `bad` holds, the program fails
     with `messages[index]` (raised when its result is read; see the module docstring).
 
-    `index` may be a function of `value` (`index(value)`), evaluated only when the check
-    fires (behind a `cond` that reads `value`); a given index costs no branch of its own: the
-    message's code `where(bad, index + 1, 0)` fuses with the reduction that computes `bad`.
+    `bad` and `index` may be arrays (broadcast together): the message is that of the largest
+    index among the entries where `bad` holds. `index` may also be a function of `value`
+    (`index(value)`), evaluated only when the check fires (behind a `cond` that reads
+    `value`); a given index costs no branch of its own: the code `max(where(bad, index + 1,
+    0))` fuses with the reduction that computes `bad`.
     A concrete `bad` that holds, with an index that can be read without tracing, raises a
     `ValueError` at once."""
     arrays, rest = eqx.partition(value, eqx.is_array)
@@ -218,19 +220,22 @@ def fault_if(
         k = np.asarray(index(value) if callable(index) else index)
         raise ValueError(messages[min(max(int(np.max(k)), 0), last)])
     bad = jnp.asarray(bad)
+
+    def zero_or_fail(k: Array) -> Array:
+        code = jnp.where(bad, jnp.clip(k, 0, last) + 1, 0).astype(jnp.int32)
+        return _zero_or_fail(unvmap_max(jnp.max(code)), tuple(messages))
+
     if callable(index):
         pick = index
 
         def located(leaves: list[Array]) -> Array:
-            k = pick(eqx.combine(jax.tree_util.tree_unflatten(tree, leaves), rest))
-            return jnp.where(bad, jnp.clip(k, 0, last) + 1, 0).astype(jnp.int32)
+            return zero_or_fail(pick(eqx.combine(jax.tree_util.tree_unflatten(tree, leaves), rest)))
 
         def none(leaves: list[Array]) -> Array:
-            return jnp.zeros(bad.shape, jnp.int32)
+            return jnp.zeros((), jnp.int32)
 
-        code = lax.cond(unvmap_any(bad), located, none, leaves)
+        zero = lax.cond(unvmap_any(bad), located, none, leaves)
     else:
-        code = jnp.where(bad, jnp.clip(jnp.asarray(index), 0, last) + 1, 0).astype(jnp.int32)
-    zero = _zero_or_fail(unvmap_max(jnp.max(code)), tuple(messages))
+        zero = zero_or_fail(jnp.asarray(index))
     leaves = [_depends(leaf, zero) for leaf in leaves]
     return eqx.combine(jax.tree_util.tree_unflatten(tree, leaves), rest)

@@ -125,7 +125,12 @@ def _levenberg_marquardt(
     below `tol · max(1, |u|)` or no damping up to `10¹² max(|G|, 1)` reduces `|e|` (a
     least-squares minimum), or after `max_iter` accepted steps."""
     goal = tol * jnp.maximum(1.0, jnp.linalg.norm(w * target))
-    y_and_dy = jax.jacfwd(lambda x: (output(x), output(x)), has_aux=True)
+
+    def twice(x: Array) -> tuple[Array, Array]:
+        y = output(x)  # traced once: its value is also the Jacobian's aux
+        return y, y
+
+    y_and_dy = jax.jacfwd(twice, has_aux=True)
 
     def body(c: _Carry) -> _Carry:
         u = c.u + c.du

@@ -217,7 +217,8 @@ def fault_if(
     if is_concrete(bad) and not bool(np.any(np.asarray(bad))):
         return value
     if is_concrete(bad, leaves if callable(index) else index):
-        k = np.asarray(index(value) if callable(index) else index)
+        # the largest index among the entries where `bad` holds
+        k = np.asarray(index(value)) if callable(index) else np.where(bad, index, -1)
         raise ValueError(messages[min(max(int(np.max(k)), 0), last)])
     bad = jnp.asarray(bad)
 

@@ -67,6 +67,15 @@ def test_raises_inside_a_loop():
 def test_concrete_inputs_raise_at_once_and_pytrees_keep_their_static_parts():
     with pytest.raises(ValueError, match="the first entry is negative"):
         fault_if(1.0, np.array([True, False]), 1, MESSAGES)
+    # per-entry indices: the largest where `bad` holds, also when not traced
+    with pytest.raises(ValueError, match="something is not finite"):
+        fault_if(1.0, np.array([True, False]), np.array([0, 1]), MESSAGES)
+    per_entry = jax.jit(lambda x: fault_if(x, x < 0, jnp.array([0, 1]), MESSAGES))
+    np.testing.assert_array_equal(per_entry(jnp.ones(2)), jnp.ones(2))
+    with pytest.raises(RUNTIME_ERRORS, match="something is not finite"):
+        jax.block_until_ready(per_entry(jnp.array([-1.0, 1.0])))
+    with pytest.raises(RUNTIME_ERRORS, match="the first entry is negative"):
+        jax.block_until_ready(per_entry(jnp.array([-1.0, -1.0])))
     value = {"x": jnp.ones(2), "name": "kept", "count": 3}
     assert fault_if(value, False, 0, MESSAGES) is value
 

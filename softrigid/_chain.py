@@ -23,6 +23,7 @@ from ._module import is_concrete
 __all__ = [
     "distal_poses",
     "forward_kinematics",
+    "grouped_world_points",
     "links_world_points",
     "mass_points_world",
     "material_points",
@@ -92,6 +93,36 @@ def _mapped(robot: Robot, q: Array, pose: tuple[Array, Array], i: int, points: A
     return robot.links[i].body.map_points(q[robot.body_slice(i)], points) @ rot[i].T + trans[i]
 
 
+def grouped_world_points(
+    robot: Robot, q: Array, pose: tuple[Array, Array], points: dict[int, Array]
+) -> dict[int, Array]:
+    """`R_i f_i(x, q_B) + t_i` for the material points `points[i]` `(M_i, 3)` of several links,
+    given the proximal poses `(R, t)`: one map per group of identical bodies (`vmap` over its
+    links, each point set padded to the group's largest with copies of its first point), so a
+    model traces and compiles each body's map once, not once per link."""
+    rot, trans = pose
+    out = {}
+    for g in rec.groups(robot):
+        members = [i for i in range(g.start, g.start + g.size) if i in points]
+        if not members:
+            continue
+        size = max(points[i].shape[0] for i in members)
+        padded = jnp.stack(
+            [
+                jnp.concatenate([points[i], jnp.repeat(points[i][:1], size - len(points[i]), 0)])
+                for i in members
+            ]
+        )
+        links = jax.tree_util.tree_map(
+            lambda *xs: jnp.stack(xs), *(robot.links[i] for i in members)
+        )
+        coords = jnp.stack([q[robot.body_slice(i)] for i in members])
+        mapped = jax.vmap(lambda link, qb, x: link.body.map_points(qb, x))(links, coords, padded)
+        for j, i in enumerate(members):
+            out[i] = mapped[j, : points[i].shape[0]] @ rot[i].T + trans[i]
+    return out
+
+
 @algorithm(static_argnames=("i",))
 def _world_points(robot: Robot, q: Array, i: int, points: Array) -> Array:
     return _mapped(robot, q, proximal_poses(robot, q), i, points)
@@ -103,8 +134,11 @@ def links_world_points(
 ) -> tuple[Array, ...]:
     """`world_points` of several links' bodies at once (`points[k]` on link `links[k]`, checked
     by the caller), the chain's poses computed once: what the ParaView writer draws."""
-    pose = proximal_poses(robot, q)
-    return tuple(_mapped(robot, q, pose, i, p) for i, p in zip(links, points))
+    if len(set(links)) < len(links):  # the same link twice: one map per entry
+        pose = proximal_poses(robot, q)
+        return tuple(_mapped(robot, q, pose, i, p) for i, p in zip(links, points))
+    world = grouped_world_points(robot, q, proximal_poses(robot, q), dict(zip(links, points)))
+    return tuple(world[i] for i in links)
 
 
 def world_points(robot: Robot, q: Array, i: int, points: Array) -> Array:

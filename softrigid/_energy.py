@@ -17,7 +17,7 @@ from jax import Array
 from . import _recursion as rec
 from ._body import MassMoments
 from ._body import kinetic_energy as _body_kinetic_energy
-from ._chain import mass_points_world
+from ._chain import proximal_poses
 from ._entry import algorithm
 from ._model import Link, Robot
 
@@ -81,10 +81,26 @@ def total_dissipation(robot: Robot, q: Array, qd: Array) -> Array:
     return _sum(rec.map_groups(robot, link_dissipation, rec.coords(q), rec.coords(qd)), q.dtype)
 
 
+def _mass_moment(link: Link, q: Array) -> tuple[Array, Array]:
+    """A body's mass `Σ_k m_k` and first moment `Σ_k m_k f(x_k, q_B)` `(3,)`, in its proximal
+    frame."""
+    points, masses = link.body.mass_points(q[link.joint.n_q :])
+    return jnp.sum(masses), masses @ points
+
+
 def gravity_energy(robot: Robot, q: Array) -> Array:
-    """`V_g = −Σ_k m_k gravity · p_k^world` (unchecked core)."""
-    g = robot.gravity.astype(q.dtype)
-    return -sum(jnp.sum(m * (p @ g)) for p, m in mass_points_world(robot, q))
+    """`V_g = −Σ_k m_k gravity · p_k^world` (unchecked core), body by body from the mass `m_i`
+    and first moment `c_i` in the proximal frame `(R_i, t_i)`:
+
+        V_g = −gravity · Σ_i (R_i c_i + m_i t_i),
+
+    each group of identical bodies mapped once (`map_groups`)."""
+    rot, trans = proximal_poses(robot, q)
+    mass, first = (
+        rec.concat(list(x)) for x in zip(*rec.map_groups(robot, _mass_moment, rec.coords(q)))
+    )
+    world = jnp.einsum("nij,nj->i", rot, first) + mass @ trans
+    return -world @ robot.gravity.astype(q.dtype)
 
 
 def internal_forces(robot: Robot, q: Array, qd: Array) -> Array:

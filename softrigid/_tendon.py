@@ -16,7 +16,7 @@ import numpy as np
 from jax import Array
 
 from ._actuator import Actuator
-from ._chain import proximal_poses
+from ._chain import grouped_world_points, proximal_poses
 from ._checks import as_float, as_index, as_vector, check_index, traced_check
 from ._model import Robot
 from ._module import is_concrete, module, static
@@ -75,19 +75,23 @@ def _guided_lengths(robot: Robot, q: Array, tendons: Sequence[Tendon]) -> Array:
         l = |p_1 − start| + Σ_j |p_{j+1} − p_j|,   p = R_i f(x, q_B) + t_i  (the proximal pose),
 
     over the guides of every body of the route in order (the spans across joints included)."""
-    rot, trans = proximal_poses(robot, q)
     bodies: dict[int, list[tuple[int, int]]] = {}
     for t, tendon in enumerate(tendons):
         for k, i in enumerate(tendon.links):
             bodies.setdefault(i, []).append((t, k))
+    guides = {
+        i: [tendons[t].guides[k].astype(q.dtype) for t, k in entries]
+        for i, entries in bodies.items()
+    }
+    # every body's guides (of all its tendons) mapped in one call per group of identical bodies
+    mapped = grouped_world_points(
+        robot, q, proximal_poses(robot, q), {i: jnp.concatenate(g) for i, g in guides.items()}
+    )
     world: dict[tuple[int, int], Array] = {}
     for i, entries in bodies.items():
-        guides = [tendons[t].guides[k].astype(q.dtype) for t, k in entries]
-        mapped = robot.links[i].body.map_points(q[robot.body_slice(i)], jnp.concatenate(guides))
-        mapped = mapped @ rot[i].T + trans[i]
-        ends = np.cumsum([0] + [g.shape[0] for g in guides])
+        ends = np.cumsum([0] + [g.shape[0] for g in guides[i]])
         for entry, a, b in zip(entries, ends[:-1], ends[1:]):
-            world[entry] = mapped[a:b]
+            world[entry] = mapped[i][a:b]
     out = []
     for t, tendon in enumerate(tendons):
         route = [world[t, k] for k in range(len(tendon.links))]

@@ -67,13 +67,16 @@ def proximal_poses(robot: Robot, q: Array) -> tuple[Array, Array]:
 
 
 def mass_points_world(robot: Robot, q: Array) -> list[tuple[Array, Array]]:
-    """Per link, the world positions `(K_i, 3)` of its mass points and their masses `(K_i,)`."""
+    """Per link, the world positions `(K_i, 3)` of its mass points and their masses `(K_i,)`
+    (each group of identical bodies mapped once)."""
     rot, trans = proximal_poses(robot, q)
-    out = []
-    for i, (link, qi) in enumerate(zip(robot.links, robot.split(q))):
-        pts, masses = link.body.mass_points(qi[link.joint.n_q :])
-        out.append((pts @ rot[i].T + trans[i], masses))
-    return out
+    parts = rec.map_groups(robot, _mass_points, rec.coords(q))
+    per_link = [(pts[j], masses[j]) for pts, masses in parts for j in range(pts.shape[0])]
+    return [(pts @ rot[i].T + trans[i], m) for i, (pts, m) in enumerate(per_link)]
+
+
+def _mass_points(link: Link, q: Array) -> tuple[Array, Array]:
+    return link.body.mass_points(q[link.joint.n_q :])
 
 
 @algorithm()

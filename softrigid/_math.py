@@ -72,29 +72,45 @@ def _stumpff_closed(k: int, t: Array) -> Array:
     return (1.0 / math.factorial(k - 2) - _stumpff_closed(k - 2, t)) / t
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def stumpff(k: int, t: Array) -> Array:
-    """The Stumpff function `c_k(t) = Σ_j (−t)^j / (k + 2j)!` for `t ≥ 0` (`k ≥ 0` static):
-    `c_0 = cos θ`, `c_1 = sin θ/θ`, `c_2 = (1 − cos θ)/θ²`, `c_3 = (θ − sin θ)/θ³` with `θ = √t`.
-
-    Series (Horner, 14 terms) for `t < 4`, the recurrence `c_k = (1/(k − 2)! − c_{k−2}) / t`
-    from `cos θ`, `sin θ / θ` above; rounding-accurate. Derivatives by the custom JVP
-    `dc_k/dt = (k c_{k+2} − c_{k+1}) / 2`, exact to every order and cheap (two more Stumpff
-    functions per order, sharing their `cos θ`, `sin θ`).
-    """
-    t = jnp.asarray(t)
+def _stumpff_one(k: int, t: Array) -> Array:
+    """`c_k(t)`: the series (Horner, 14 terms) for `t < 4`, the recurrence above."""
     small = t < _STUMPFF_SPLIT
     coeffs = tuple((-1.0) ** j / math.factorial(k + 2 * j) for j in range(_STUMPFF_TERMS))
     series = _horner(coeffs, jnp.where(small, t, 0.0))
     return jnp.where(small, series, _stumpff_closed(k, jnp.where(small, _STUMPFF_SPLIT, t)))
 
 
-@stumpff.defjvp
-def _stumpff_jvp(k: int, primals: tuple[Array], tangents: tuple[Array]) -> tuple[Array, Array]:
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def stumpffs(k: int, m: int, t: Array) -> tuple[Array, ...]:
+    """`(c_k(t), …, c_{k+m−1}(t))` (`stumpff`).
+
+    Its custom JVP evaluates the `m + 2` functions `c_k … c_{k+m+1}` in one call of itself
+    (`dc_j/dt = (j c_{j+2} − c_{j+1}) / 2`), so a derivative of order `n` traces `n + 1`
+    calls of `m + 2n` functions, not the `3ⁿ` calls of one function each that a per-function
+    rule (`c_j`'s JVP calling `c_j`, `c_{j+1}`, `c_{j+2}`) would trace."""
+    t = jnp.asarray(t)
+    return tuple(_stumpff_one(k + j, t) for j in range(m))
+
+
+@stumpffs.defjvp
+def _stumpffs_jvp(k: int, m: int, primals: tuple[Array], tangents: tuple[Array]) -> tuple:
     (t,), (dt,) = primals, tangents
-    # dc_k/dt = (k c_{k+2} − c_{k+1}) / 2
-    rate = 0.5 * (k * stumpff(k + 2, t) - stumpff(k + 1, t))
-    return stumpff(k, t), rate * dt
+    c = stumpffs(k, m + 2, t)
+    # dc_j/dt = (j c_{j+2} − c_{j+1}) / 2, j = k … k + m − 1
+    rates = tuple(0.5 * ((k + j) * c[j + 2] - c[j + 1]) * dt for j in range(m))
+    return c[:m], rates
+
+
+def stumpff(k: int, t: Array) -> Array:
+    """The Stumpff function `c_k(t) = Σ_j (−t)^j / (k + 2j)!` for `t ≥ 0` (`k ≥ 0` static):
+    `c_0 = cos θ`, `c_1 = sin θ/θ`, `c_2 = (1 − cos θ)/θ²`, `c_3 = (θ − sin θ)/θ³` with `θ = √t`.
+
+    Series (Horner, 14 terms) for `t < 4`, the recurrence `c_k = (1/(k − 2)! − c_{k−2}) / t`
+    from `cos θ`, `sin θ / θ` above; rounding-accurate. Derivatives by the custom JVP of
+    `stumpffs`, `dc_k/dt = (k c_{k+2} − c_{k+1}) / 2`, exact to every order and cheap (two
+    more Stumpff functions per order, evaluated together).
+    """
+    return stumpffs(k, 1, t)[0]
 
 
 def coef_a(t: Array) -> Array:

@@ -35,6 +35,7 @@ __all__ = [
     "skew",
     "small_dot",
     "stumpff",
+    "stumpffs",
     "vee",
 ]
 
@@ -170,7 +171,8 @@ def rotation_exp(w: Array) -> Array:
     t = jnp.sum(w * w, axis=-1)[..., None, None]
     k = skew(w)
     eye = jnp.eye(3, dtype=k.dtype)
-    return eye + coef_a(t) * k + coef_b(t) * (k @ k)
+    a, b = stumpffs(1, 2, t)  # A, B from one evaluation (shared derivatives)
+    return eye + a * k + b * (k @ k)
 
 
 def rigid_exp(w: Array, v: Array) -> tuple[Array, Array]:
@@ -180,9 +182,9 @@ def rigid_exp(w: Array, v: Array) -> tuple[Array, Array]:
     k = skew(w)
     k2 = k @ k
     eye = jnp.eye(3, dtype=k.dtype)
-    b = coef_b(t)
-    rot = eye + coef_a(t) * k + b * k2
-    vmat = eye + b * k + coef_c(t) * k2
+    a, b, c = stumpffs(1, 3, t)  # A, B, C from one evaluation (shared derivatives)
+    rot = eye + a * k + b * k2
+    vmat = eye + b * k + c * k2
     return rot, (vmat @ v[..., None])[..., 0]
 
 

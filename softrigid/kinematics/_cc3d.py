@@ -7,7 +7,7 @@ from typing import Any
 import jax.numpy as jnp
 from jax import Array
 
-from .._math import coef_a, coef_b
+from .._math import stumpffs
 from .._module import module, static
 from ._rod import Rod, check_length
 
@@ -71,7 +71,7 @@ class ConstantCurvature3D(Rod):
         s = x3 / self.length  # (m,)
         th1, th2 = -s * q[1], s * q[0]  # Θ = s (−q2, q1, 0)
         t = th1 * th1 + th2 * th2
-        a, b = coef_a(t), coef_b(t)
+        a, b = stumpffs(1, 2, t)  # A, B
         zero = jnp.zeros_like(t)
         # R = I + A skew(Θ) + B skew(Θ)², with Θ3 = 0
         rot = jnp.stack(

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from .._checks import as_vector
-from .._math import coef_a, coef_b
+from .._math import stumpffs
 from .._module import module, static
 from ._rod import Rod, check_length
 
@@ -88,8 +88,9 @@ class PlanarPCS(Rod):
         kappa, s1, s3 = self.planar_strain(q)
         u = kappa * x3
         uu = u * u
-        sc = x3 * coef_a(uu)
-        ss = x3 * u * coef_b(uu)
+        a, b = stumpffs(1, 2, uu)  # A, B
+        sc = x3 * a
+        ss = x3 * u * b
         c, s = jnp.cos(u), jnp.sin(u)
         zero, one = jnp.zeros_like(u), jnp.ones_like(u)
         rot = jnp.stack(

@@ -15,7 +15,7 @@ import numpy as np
 from jax import Array
 
 from ..._checks import as_count
-from ..._math import coef_a, coef_b, coef_c, small_dot
+from ..._math import small_dot, stumpffs
 from ..._module import module, static
 from ...quadrature._gauss import gauss_legendre
 from ._modes import Modes, _as_modes
@@ -186,8 +186,8 @@ class Bend3D(Primitive):
         # ν3 R e3 = ν3 (A Θ2, −A Θ1, 1 − B t)
         th = self.angles(s, q)
         t = small_dot(th, th)
-        a = coef_a(t)
-        return self.stretch(s, q) * jnp.stack([a * th[1], -a * th[0], 1.0 - coef_b(t) * t])
+        a, b = stumpffs(1, 2, t)  # A, B
+        return self.stretch(s, q) * jnp.stack([a * th[1], -a * th[0], 1.0 - b * t])
 
     def _position(self, z: Array, q: Array, series: Any = None) -> Array:
         """`r(z) = ∫_0^z ν3 R e3` `(3,)`: by the Gauss–Legendre rule of `n_gauss` nodes on
@@ -217,20 +217,20 @@ class Bend3D(Primitive):
         """`g(z) = (R (3, 3), r (3,))` of the backbone."""
         th = self.angles(z, q)
         t = small_dot(th, th)
-        return self._rotation(th, coef_a(t), coef_b(t)), self._position(z, q)
+        return self._rotation(th, *stumpffs(1, 2, t)), self._position(z, q)
 
     def _section(self, x: Array, q: Array, series: Any = None) -> tuple[Array, Array, Array, Array]:
         """`(R, r, u, ν3)` at the point `x`."""
         z = x[2]
         th = self.angles(z, q)
         t = small_dot(th, th)
-        a = coef_a(t)
+        a, b, c = stumpffs(1, 3, t)  # A, B, C
         kappa = jnp.stack([self._field(0, z, q, False), self._field(1, z, q, False)])
         # κ̃ = A κ + C Θ (Θ · κ), in-plane components
-        bent = a * kappa + coef_c(t) * th * small_dot(th, kappa)
+        bent = a * kappa + c * th * small_dot(th, kappa)
         nu = self.stretch(z, q)
         u = (2.0 / 3.0) * (bent[0] * x[1] - bent[1] * x[0]) / (nu * jnp.sqrt(nu))
-        return self._rotation(th, a, coef_b(t)), self._position(z, q, series), u, nu
+        return self._rotation(th, a, b), self._position(z, q, series), u, nu
 
     def __call__(self, x: Array, q: Array) -> Array:
         return self.apply(x, q, None)

@@ -192,9 +192,12 @@ def _zero_or_fail(code: Array, messages: tuple[str, ...]) -> Array:
 
 
 def _depends(leaf: Array, zero: Array) -> Array:
-    """`leaf` unchanged, as a function of the check's `zero` (`x − 0` keeps `−0.0` and NaN)."""
+    """`leaf` unchanged, as a function of the check's `zero` (`x − 0` keeps `−0.0` and NaN); a
+    leaf that is neither a number nor a boolean (a PRNG key) passes as it is."""
     if leaf.dtype == jnp.bool_:
         return leaf & (zero == 0)
+    if not jnp.issubdtype(leaf.dtype, jnp.number):
+        return leaf
     return leaf - zero.astype(leaf.dtype)
 
 

@@ -80,11 +80,17 @@ def test_concrete_inputs_raise_at_once_and_pytrees_keep_their_static_parts():
     assert fault_if(value, False, 0, MESSAGES) is value
 
     def keeps(x):
-        out = fault_if({"x": x, "name": "kept"}, x[0] < 0, 0, MESSAGES)
+        value = {"x": x, "name": "kept", "count": jnp.arange(2), "positive": x > 0}
+        value["key"] = jax.random.key(0)
+        out = fault_if(value, x[0] < 0, 0, MESSAGES)
         assert out["name"] == "kept"
-        return out["x"]
+        return out["x"], out["count"], out["positive"], jax.random.key_data(out["key"])
 
-    np.testing.assert_array_equal(jax.jit(keeps)(value["x"]), value["x"])
+    x, count, positive, key = jax.jit(keeps)(value["x"])
+    np.testing.assert_array_equal(x, value["x"])
+    np.testing.assert_array_equal(count, [0, 1])
+    np.testing.assert_array_equal(positive, [True, True])
+    np.testing.assert_array_equal(key, jax.random.key_data(jax.random.key(0)))
 
 
 def test_a_public_program_holds_the_fault_call_and_no_host_callback():

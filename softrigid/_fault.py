@@ -19,8 +19,8 @@ handler is a C-callable function made with `ctypes` from the XLA FFI C API
 buffer, and runs only when a check fires. Unlike `equinox.branched_error_if`, whose failing
 branch holds a Python host callback, the program then has no host callback, so XLA:CPU runs it
 asynchronously on its thread pool like any other program (successive calls overlap) and JAX's
-persistent compilation cache can store it. On other platforms the failing branch is
-`equinox.branched_error_if`'s (chosen at lowering, `lax.platform_dependent`).
+persistent compilation cache can store it. On other platforms each failing branch is
+`equinox.error_if`'s (chosen at lowering inside the branch, `lax.platform_dependent`).
 
 Under `vmap` the code is reduced over the batch (`equinox.internal.unvmap_max`): the message is
 that of the largest index, as in Equinox; the code carries no tangent, so derivatives of `value`

@@ -7,6 +7,7 @@ then the prefix products `T_0i = T_0,i−1 T_i` in one `lax.scan`. The proximal 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -97,14 +98,19 @@ def _mapped(robot: Robot, q: Array, pose: tuple[Array, Array], i: int, points: A
 
 
 def grouped_world_points(
-    robot: Robot, q: Array, pose: tuple[Array, Array], points: dict[int, Array]
-) -> dict[int, Array]:
-    """`R_i f_i(x, q_B) + t_i` for the material points `points[i]` `(M_i, 3)` of several links,
-    given the proximal poses `(R, t)`: one map per group of identical bodies (`vmap` over its
-    links, each point set padded to the group's largest with copies of its first point), so a
-    model traces and compiles each body's map once, not once per link."""
-    rot, trans = pose
-    out = {}
+    robot: Robot, q: Array, entries: Sequence[tuple[int, Array]]
+) -> list[Array]:
+    """`R_i f_i(x, q_B) + t_i` for each entry `(i, points (M, 3))`, material points of link `i`'s
+    body, `(R_i, t_i)` its proximal pose. The entries of one link are mapped in one call, and
+    the links of a group of identical bodies in one `vmap` (each link's points padded to the
+    group's largest set with copies of its first point), so a model traces and compiles each
+    body's map once, not once per link or entry."""
+    rot, trans = proximal_poses(robot, q)
+    of_link: dict[int, list[int]] = {}
+    for e, (i, _) in enumerate(entries):
+        of_link.setdefault(i, []).append(e)
+    points = {i: jnp.concatenate([entries[e][1] for e in es]) for i, es in of_link.items()}
+    out: dict[int, Array] = {}
     for g in rec.groups(robot):
         members = [i for i in range(g.start, g.start + g.size) if i in points]
         if not members:
@@ -122,8 +128,11 @@ def grouped_world_points(
         coords = jnp.stack([q[robot.body_slice(i)] for i in members])
         mapped = jax.vmap(lambda link, qb, x: link.body.map_points(qb, x))(links, coords, padded)
         for j, i in enumerate(members):
-            out[i] = mapped[j, : points[i].shape[0]] @ rot[i].T + trans[i]
-    return out
+            world = mapped[j, : points[i].shape[0]] @ rot[i].T + trans[i]
+            ends = np.cumsum([0] + [entries[e][1].shape[0] for e in of_link[i]])
+            for e, a, b in zip(of_link[i], ends[:-1], ends[1:]):
+                out[e] = world[a:b]
+    return [out[e] for e in range(len(entries))]
 
 
 @algorithm(static_argnames=("i",))
@@ -137,11 +146,7 @@ def links_world_points(
 ) -> tuple[Array, ...]:
     """`world_points` of several links' bodies at once (`points[k]` on link `links[k]`, checked
     by the caller), the chain's poses computed once: what the ParaView writer draws."""
-    if len(set(links)) < len(links):  # the same link twice: one map per entry
-        pose = proximal_poses(robot, q)
-        return tuple(_mapped(robot, q, pose, i, p) for i, p in zip(links, points))
-    world = grouped_world_points(robot, q, proximal_poses(robot, q), dict(zip(links, points)))
-    return tuple(world[i] for i in links)
+    return tuple(grouped_world_points(robot, q, list(zip(links, points))))
 
 
 def world_points(robot: Robot, q: Array, i: int, points: Array) -> Array:

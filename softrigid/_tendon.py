@@ -75,23 +75,14 @@ def _guided_lengths(robot: Robot, q: Array, tendons: Sequence[Tendon]) -> Array:
         l = |p_1 − start| + Σ_j |p_{j+1} − p_j|,   p = R_i f(x, q_B) + t_i  (the proximal pose),
 
     over the guides of every body of the route in order (the spans across joints included)."""
-    bodies: dict[int, list[tuple[int, int]]] = {}
-    for t, tendon in enumerate(tendons):
-        for k, i in enumerate(tendon.links):
-            bodies.setdefault(i, []).append((t, k))
-    guides = {
-        i: [tendons[t].guides[k].astype(q.dtype) for t, k in entries]
-        for i, entries in bodies.items()
-    }
-    # every body's guides (of all its tendons) mapped in one call per group of identical bodies
+    # every guide of every tendon, mapped in one call per group of identical bodies
+    entries = [(t, k) for t, tendon in enumerate(tendons) for k in range(len(tendon.links))]
     mapped = grouped_world_points(
-        robot, q, proximal_poses(robot, q), {i: jnp.concatenate(g) for i, g in guides.items()}
+        robot,
+        q,
+        [(tendons[t].links[k], tendons[t].guides[k].astype(q.dtype)) for t, k in entries],
     )
-    world: dict[tuple[int, int], Array] = {}
-    for i, entries in bodies.items():
-        ends = np.cumsum([0] + [g.shape[0] for g in guides[i]])
-        for entry, a, b in zip(entries, ends[:-1], ends[1:]):
-            world[entry] = mapped[i][a:b]
+    world = dict(zip(entries, mapped))
     out = []
     for t, tendon in enumerate(tendons):
         route = [world[t, k] for k in range(len(tendon.links))]

@@ -24,9 +24,6 @@ from jax import Array
 
 __all__ = [
     "axis_rotation",
-    "coef_a",
-    "coef_b",
-    "coef_c",
     "normalize",
     "rechart_rotation_vector",
     "rigid_exp",
@@ -112,21 +109,6 @@ def stumpff(k: int, t: Array) -> Array:
     more Stumpff functions per order, evaluated together).
     """
     return stumpffs(k, 1, t)[0]
-
-
-def coef_a(t: Array) -> Array:
-    """`A(t) = sin θ / θ = c_1(t)` with `t = θ²`; smooth at 0."""
-    return stumpff(1, t)
-
-
-def coef_b(t: Array) -> Array:
-    """`B(t) = (1 − cos θ) / θ² = c_2(t)` with `t = θ²`; smooth at 0."""
-    return stumpff(2, t)
-
-
-def coef_c(t: Array) -> Array:
-    """`C(t) = (θ − sin θ) / θ³ = c_3(t)` with `t = θ²`; smooth at 0."""
-    return stumpff(3, t)
 
 
 def sinc(u: Array) -> Array:

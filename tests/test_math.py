@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from softrigid._math import coef_a, coef_b, coef_c, sinc, stumpff
+from softrigid._math import sinc, stumpff, stumpffs
 
 # below, at and above the series/recurrence split (t = 4), and far out
 POINTS = (0.0, 1e-8, 0.05, 0.09, 0.5, 2.0, 3.999, 4.0, 4.001, 9.0, 30.0, 100.0)
@@ -48,10 +48,18 @@ def test_stumpff_values_and_derivatives_are_exact(k, order):
 def test_rotation_coefficients_are_the_stumpff_functions():
     t = jnp.array([0.0, 0.3, 2.5, 7.0])
     theta = np.sqrt(np.asarray(t[1:]))
-    np.testing.assert_allclose(coef_a(t)[1:], np.sin(theta) / theta, rtol=1e-15)
-    np.testing.assert_allclose(coef_b(t)[1:], (1 - np.cos(theta)) / theta**2, rtol=1e-14)
-    np.testing.assert_allclose(coef_c(t)[1:], (theta - np.sin(theta)) / theta**3, rtol=1e-13)
-    np.testing.assert_allclose([coef_a(t)[0], coef_b(t)[0], coef_c(t)[0]], [1, 0.5, 1 / 6])
+    coef_a, coef_b, coef_c = stumpffs(1, 3, t)  # A, B, C as the rotation formulas take them
+    np.testing.assert_allclose(coef_a[1:], np.sin(theta) / theta, rtol=1e-15)
+    np.testing.assert_allclose(coef_b[1:], (1 - np.cos(theta)) / theta**2, rtol=1e-14)
+    np.testing.assert_allclose(coef_c[1:], (theta - np.sin(theta)) / theta**3, rtol=1e-13)
+    np.testing.assert_allclose([coef_a[0], coef_b[0], coef_c[0]], [1, 0.5, 1 / 6])
+    # the run's derivatives are each function's own, to the third order
+    for order in (1, 2, 3):
+        for j in range(3):
+            run = derivative(lambda x, j=j: stumpffs(1, 3, x)[j], order)
+            one = derivative(lambda x, j=j: stumpff(1 + j, x), order)
+            for x in (0.0, 0.3, 7.0):
+                assert float(run(x)) == float(one(x)), (order, j, x)
     u = jnp.array([-3.0, -0.2, 0.0, 0.2, 3.0])
     np.testing.assert_allclose(sinc(u), np.sinc(np.asarray(u) / np.pi), rtol=1e-15)
     # odd derivatives of the even sinc vanish at 0; the second is c_1'(0) · 2 = −1/3

@@ -60,22 +60,29 @@ def small_dot(a: Array, b: Array) -> Array:
     return out
 
 
-def _stumpff_closed(k: int, t: Array) -> Array:
-    # c_0 = cos θ, c_1 = sin θ / θ, c_k = (1/(k − 2)! − c_{k−2}) / t
-    if k == 0:
-        return jnp.cos(jnp.sqrt(t))
-    if k == 1:
-        theta = jnp.sqrt(t)
-        return jnp.sin(theta) / theta
-    return (1.0 / math.factorial(k - 2) - _stumpff_closed(k - 2, t)) / t
+def _stumpffs_large(k: int, m: int, t: Array) -> list[Array]:
+    """`c_k … c_{k+m−1}` for `t ≥ 4`: `c_0 = cos θ`, `c_1 = sin θ / θ` and the upward
+    recurrence `c_j = (1/(j − 2)! − c_{j−2}) / t`, which divides their rounding by `t`."""
+    theta = jnp.sqrt(t)
+    out = [jnp.cos(theta), jnp.sin(theta) / theta]
+    for j in range(2, k + m):
+        out.append((1.0 / math.factorial(j - 2) - out[j - 2]) / t)
+    return out[k : k + m]
 
 
-def _stumpff_one(k: int, t: Array) -> Array:
-    """`c_k(t)`: the series (Horner, 14 terms) for `t < 4`, the recurrence above."""
-    small = t < _STUMPFF_SPLIT
-    coeffs = tuple((-1.0) ** j / math.factorial(k + 2 * j) for j in range(_STUMPFF_TERMS))
-    series = _horner(coeffs, jnp.where(small, t, 0.0))
-    return jnp.where(small, series, _stumpff_closed(k, jnp.where(small, _STUMPFF_SPLIT, t)))
+def _stumpff_series(k: int, t: Array) -> Array:
+    # c_k(t) = Σ_j (−t)^j / (k + 2j)!, 14 terms (Horner)
+    return _horner(tuple((-1.0) ** j / math.factorial(k + 2 * j) for j in range(_STUMPFF_TERMS)), t)
+
+
+def _stumpffs_small(k: int, m: int, t: Array) -> list[Array]:
+    """`c_k … c_{k+m−1}` for `t < 4`: the top two by their series, the others by the downward
+    recurrence `c_j = 1/j! − t c_{j+2}` (stable there: `|t c_{j+2}| ≤ 3.4 |c_j|` at worst, for
+    `c_0` at `t = 4`, and `≤ 1.2 |c_j|` for `j ≥ 1`), two Horner series for any `m`."""
+    out = {j: _stumpff_series(j, t) for j in range(max(k, k + m - 2), k + m)}
+    for j in range(k + m - 3, k - 1, -1):
+        out[j] = 1.0 / math.factorial(j) - t * out[j + 2]
+    return [out[j] for j in range(k, k + m)]
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
@@ -87,7 +94,10 @@ def stumpffs(k: int, m: int, t: Array) -> tuple[Array, ...]:
     calls of `m + 2n` functions, not the `3ⁿ` calls of one function each that a per-function
     rule (`c_j`'s JVP calling `c_j`, `c_{j+1}`, `c_{j+2}`) would trace."""
     t = jnp.asarray(t)
-    return tuple(_stumpff_one(k + j, t) for j in range(m))
+    small = t < _STUMPFF_SPLIT
+    series = _stumpffs_small(k, m, jnp.where(small, t, 0.0))
+    large = _stumpffs_large(k, m, jnp.where(small, _STUMPFF_SPLIT, t))
+    return tuple(jnp.where(small, c, d) for c, d in zip(series, large))
 
 
 @stumpffs.defjvp

@@ -182,12 +182,17 @@ class Bend3D(Primitive):
             ]
         )
 
+    def _angle_pair(self, z: Array, q: Array) -> tuple[Array, Array, Array]:
+        """`(Θ1, Θ2, t = |Θ|²)` as scalars: per point, the rotation is built from them without
+        stacking and indexing `(2,)` vectors (whose reverse-mode transposes are pads)."""
+        th1, th2 = self._field(0, z, q, True), self._field(1, z, q, True)
+        return th1, th2, th1 * th1 + th2 * th2
+
     def _tangent(self, s: Array, q: Array) -> Array:
         # ν3 R e3 = ν3 (A Θ2, −A Θ1, 1 − B t)
-        th = self.angles(s, q)
-        t = small_dot(th, th)
+        th1, th2, t = self._angle_pair(s, q)
         a, b = stumpffs(1, 2, t)  # A, B
-        return self.stretch(s, q) * jnp.stack([a * th[1], -a * th[0], 1.0 - b * t])
+        return self.stretch(s, q) * jnp.stack([a * th2, -a * th1, 1.0 - b * t])
 
     def _position(self, z: Array, q: Array, series: Any = None) -> Array:
         """`r(z) = ∫_0^z ν3 R e3` `(3,)`: by the Gauss–Legendre rule of `n_gauss` nodes on
@@ -219,29 +224,40 @@ class Bend3D(Primitive):
         t = small_dot(th, th)
         return self._rotation(th, *stumpffs(1, 2, t)), self._position(z, q)
 
-    def _section(self, x: Array, q: Array, series: Any = None) -> tuple[Array, Array, Array, Array]:
-        """`(R, r, u, ν3)` at the point `x`."""
+    def _section(self, x: Array, q: Array) -> tuple[Array, Array, Array, Array, Array, Array]:
+        """`(Θ1, Θ2, A, B, u, ν3)` at the point `x`, as scalars."""
         z = x[2]
-        th = self.angles(z, q)
-        t = small_dot(th, th)
+        th1, th2, t = self._angle_pair(z, q)
         a, b, c = stumpffs(1, 3, t)  # A, B, C
-        kappa = jnp.stack([self._field(0, z, q, False), self._field(1, z, q, False)])
+        k1, k2 = self._field(0, z, q, False), self._field(1, z, q, False)
         # κ̃ = A κ + C Θ (Θ · κ), in-plane components
-        bent = a * kappa + c * th * small_dot(th, kappa)
+        along = c * (th1 * k1 + th2 * k2)
+        bent1, bent2 = a * k1 + along * th1, a * k2 + along * th2
         nu = self.stretch(z, q)
-        u = (2.0 / 3.0) * (bent[0] * x[1] - bent[1] * x[0]) / (nu * jnp.sqrt(nu))
-        return self._rotation(th, a, b), self._position(z, q, series), u, nu
+        u = (2.0 / 3.0) * (bent1 * x[1] - bent2 * x[0]) / (nu * jnp.sqrt(nu))
+        return th1, th2, a, b, u, nu
 
     def __call__(self, x: Array, q: Array) -> Array:
         return self.apply(x, q, None)
 
     def apply(self, x: Array, q: Array, prepared: Any) -> Array:
-        rot, r, u, nu = self._section(x, q, prepared)
+        # h = r + ρ'1 R e1 + ρ'2 R e2, with R's first two columns written out:
+        # R e1 = (1 − B Θ2², B Θ1 Θ2, −A Θ2),  R e2 = (B Θ1 Θ2, 1 − B Θ1², A Θ1)
+        th1, th2, a, b, u, nu = self._section(x, q)
         scale = 1.0 / (psi_root(u) * jnp.sqrt(nu))
-        return r + rot[:, 0] * (scale * x[0]) + rot[:, 1] * (scale * x[1])
+        r1, r2 = scale * x[0], scale * x[1]
+        b12 = b * th1 * th2
+        section = jnp.stack(
+            [
+                (1.0 - b * th2 * th2) * r1 + b12 * r2,
+                b12 * r1 + (1.0 - b * th1 * th1) * r2,
+                a * (th1 * r2 - th2 * r1),
+            ]
+        )
+        return self._position(x[2], q, prepared) + section
 
     def valid(self, x: Array, q: Array) -> Array:
-        _, _, u, nu = self._section(x, q)
+        *_, u, nu = self._section(x, q)
         return (nu > 0) & (u > U_MIN)
 
     def condition(self) -> str:

@@ -100,7 +100,6 @@ class Polynomial(Modes):
         return _horner(q @ self.coefficients, z / self.length)
 
 
-
 def _horner(a: Array, s: Array) -> Array:
     """`Σ_k a_k s^k` for coefficients `a` `(d + 1,)` (traced) at a scalar `s`."""
     out = a[-1] * jnp.ones_like(s)

@@ -191,7 +191,8 @@ class Bend3D(Primitive):
     def _tangent(self, s: Array, q: Array) -> Array:
         # ν3 R e3 = ν3 (A Θ2, −A Θ1, 1 − B t)
         th1, th2, t = self._angle_pair(s, q)
-        a, b = stumpffs(1, 2, t)  # A, B
+        # the run of `_section` (A, B, C), so that at a point XLA computes it once for both
+        a, b, _ = stumpffs(1, 3, t)
         return self.stretch(s, q) * jnp.stack([a * th2, -a * th1, 1.0 - b * t])
 
     def _position(self, z: Array, q: Array, series: Any = None) -> Array:

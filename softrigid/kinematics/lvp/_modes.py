@@ -92,21 +92,6 @@ class Polynomial(Modes):
         powers = self._powers(s, d + 1)[1:] / jnp.arange(1, d + 1, dtype=s.dtype)
         return self.length * (self.coefficients @ powers)
 
-    def field(self, z: Array, q: Array) -> Array:
-        """`m(z) · q = Σ_k a_k s^k` with `a = Cᵀ q` (per body), by Horner in `s = z / L`:
-        elementwise per point, no `(n, d + 1)` product per point. (`field_integral` keeps the
-        products: written the same way, XLA:CPU fuses the helicoid's elastic force worse, 0.70
-        against 0.53–0.57 ms; measured with `benchmarks/heavy.py`'s robot.)"""
-        return _horner(q @ self.coefficients, z / self.length)
-
-
-def _horner(a: Array, s: Array) -> Array:
-    """`Σ_k a_k s^k` for coefficients `a` `(d + 1,)` (traced) at a scalar `s`."""
-    out = a[-1] * jnp.ones_like(s)
-    for k in range(a.shape[0] - 2, -1, -1):
-        out = out * s + a[k]
-    return out
-
 
 @module
 class FunctionModes(Modes):

@@ -16,6 +16,7 @@ from scipy.integrate import quad
 
 from softrigid import kinematics as km
 from softrigid._ad import second_directional
+from softrigid._module import module, static
 from softrigid.kinematics import lvp
 
 L = 0.4
@@ -554,3 +555,25 @@ def test_valid_range_gives_nan_and_check_names_the_condition():
 def test_invalid_input_is_rejected(build, error, message):
     with pytest.raises(error, match=message):
         build()
+
+
+def test_a_composition_passes_components_and_takes_a_users_primitive():
+    # a composition hands each primitive the point's coordinates as scalars
+    # (`apply_components`); a primitive that only defines `__call__` goes through the
+    # default, and the composition equals applying the primitives one after the other
+    @module
+    class Lift(lvp.Primitive):
+        n_q: int = static(default=1)
+
+        def __call__(self, x, q):
+            return jnp.stack([x[0], x[1] + q[0] * x[2] ** 2, x[2]])
+
+    twist, bend = lvp.Twist(poly(C_LIN)), lvp.Bend3D(poly(C_LIN), poly(C_LIN))
+    comp = lvp.compose(twist, Lift(), bend, length=L)
+    x, q = jnp.array([0.004, -0.003, 0.25]), jnp.array([0.3, 0.2, 0.4, -0.5])
+    manual = bend(Lift()(twist(x, q[:1]), q[1:2]), q[2:])
+    np.testing.assert_allclose(comp(x, q), manual, rtol=1e-13, atol=1e-16)
+    jac = jax.jacfwd(comp, argnums=(0, 1))(x, q)
+    want = jax.jacfwd(lambda y, p: bend(Lift()(twist(y, p[:1]), p[1:2]), p[2:]), (0, 1))(x, q)
+    for got, ref in zip(jac, want):
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-15)

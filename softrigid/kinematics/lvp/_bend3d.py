@@ -19,7 +19,7 @@ from ..._math import small_dot, stumpffs
 from ..._module import module, static
 from ...quadrature._gauss import gauss_legendre
 from ._modes import Modes, _as_modes
-from ._primitives import Primitive
+from ._primitives import Components, Primitive
 
 __all__ = ["U_MIN", "Bend3D", "chebyshev_basis", "chebyshev_integral", "psi_root"]
 
@@ -225,9 +225,10 @@ class Bend3D(Primitive):
         t = small_dot(th, th)
         return self._rotation(th, *stumpffs(1, 2, t)), self._position(z, q)
 
-    def _section(self, x: Array, q: Array) -> tuple[Array, Array, Array, Array, Array, Array]:
-        """`(Θ1, Θ2, A, B, u, ν3)` at the point `x`, as scalars."""
-        z = x[2]
+    def _section(
+        self, x1: Array, x2: Array, z: Array, q: Array
+    ) -> tuple[Array, Array, Array, Array, Array, Array]:
+        """`(Θ1, Θ2, A, B, u, ν3)` at the point `(x1, x2, z)`, as scalars."""
         th1, th2, t = self._angle_pair(z, q)
         a, b, c = stumpffs(1, 3, t)  # A, B, C
         k1, k2 = self._field(0, z, q, False), self._field(1, z, q, False)
@@ -235,30 +236,32 @@ class Bend3D(Primitive):
         along = c * (th1 * k1 + th2 * k2)
         bent1, bent2 = a * k1 + along * th1, a * k2 + along * th2
         nu = self.stretch(z, q)
-        u = (2.0 / 3.0) * (bent1 * x[1] - bent2 * x[0]) / (nu * jnp.sqrt(nu))
+        u = (2.0 / 3.0) * (bent1 * x2 - bent2 * x1) / (nu * jnp.sqrt(nu))
         return th1, th2, a, b, u, nu
 
     def __call__(self, x: Array, q: Array) -> Array:
         return self.apply(x, q, None)
 
     def apply(self, x: Array, q: Array, prepared: Any) -> Array:
+        return jnp.stack(self.apply_components((x[0], x[1], x[2]), q, prepared))
+
+    def apply_components(self, x: Components, q: Array, prepared: Any) -> Components:
         # h = r + ρ'1 R e1 + ρ'2 R e2, with R's first two columns written out:
         # R e1 = (1 − B Θ2², B Θ1 Θ2, −A Θ2),  R e2 = (B Θ1 Θ2, 1 − B Θ1², A Θ1)
-        th1, th2, a, b, u, nu = self._section(x, q)
+        x1, x2, z = x
+        th1, th2, a, b, u, nu = self._section(x1, x2, z, q)
         scale = 1.0 / (psi_root(u) * jnp.sqrt(nu))
-        r1, r2 = scale * x[0], scale * x[1]
+        r1, r2 = scale * x1, scale * x2
         b12 = b * th1 * th2
-        section = jnp.stack(
-            [
-                (1.0 - b * th2 * th2) * r1 + b12 * r2,
-                b12 * r1 + (1.0 - b * th1 * th1) * r2,
-                a * (th1 * r2 - th2 * r1),
-            ]
+        r = self._position(z, q, prepared)
+        return (
+            r[0] + (1.0 - b * th2 * th2) * r1 + b12 * r2,
+            r[1] + b12 * r1 + (1.0 - b * th1 * th1) * r2,
+            r[2] + a * (th1 * r2 - th2 * r1),
         )
-        return self._position(x[2], q, prepared) + section
 
     def valid(self, x: Array, q: Array) -> Array:
-        *_, u, nu = self._section(x, q)
+        *_, u, nu = self._section(x[0], x[1], x[2], q)
         return (nu > 0) & (u > U_MIN)
 
     def condition(self) -> str:

@@ -50,9 +50,10 @@ class Composite(Primitive):
     def __call__(self, x: Array, q: Array) -> Array:
         # the per-body work depends on q only: under vmap over points it is done once
         parts = self._parts(q)
+        y = (x[0], x[1], x[2])
         for prim, qp, prepared in zip(self.primitives, parts, self._prepared(parts)):
-            x = prim.apply(x, qp, prepared)
-        return x
+            y = prim.apply_components(y, qp, prepared)
+        return jnp.stack(y)
 
     def valid(self, x: Array, q: Array) -> Array:
         ok = jnp.asarray(True)

@@ -20,7 +20,9 @@ from ...quadrature._gauss import gauss_legendre
 from .._base import Kinematics
 from ._modes import Modes, _as_modes
 
-__all__ = ["Bend", "Primitive", "Shear", "Source", "Stretch", "Twist"]
+__all__ = ["Bend", "Components", "Primitive", "Shear", "Source", "Stretch", "Twist"]
+
+Components = tuple[Array, Array, Array]
 
 
 class Primitive(Kinematics):
@@ -51,6 +53,14 @@ class Primitive(Kinematics):
         """`h(x, q)` with the result of `prepare` (default: `h(x, q)`)."""
         del prepared
         return self(x, q)
+
+    def apply_components(self, x: Components, q: Array, prepared: Any) -> Components:
+        """`apply` on the point's three coordinates as separate scalars (a composition passes
+        them from primitive to primitive, stacking once at the end: per point, no stack and
+        index pair between primitives, whose reverse-mode transposes are pads). Default:
+        through `apply`."""
+        y = self.apply(jnp.stack(x), q, prepared)
+        return y[0], y[1], y[2]
 
     def check(self, points: Array, q: Array) -> None:
         """Raise a `ValueError` when a point of `points` `(K, 3)` is outside the valid range at
@@ -89,9 +99,13 @@ class Twist(Primitive):
         return span
 
     def __call__(self, x: Array, q: Array) -> Array:
-        phi = self.modes.field(x[2], q)
+        return jnp.stack(self.apply_components((x[0], x[1], x[2]), q, None))
+
+    def apply_components(self, x: Components, q: Array, prepared: Any) -> Components:
+        x1, x2, z = x
+        phi = self.modes.field(z, q)
         c, s = jnp.cos(phi), jnp.sin(phi)
-        return jnp.stack([c * x[0] - s * x[1], s * x[0] + c * x[1], x[2]])
+        return c * x1 - s * x2, s * x1 + c * x2, z
 
 
 @module
@@ -127,8 +141,12 @@ class Stretch(Primitive):
         return self.axial_map(span, q)
 
     def __call__(self, x: Array, q: Array) -> Array:
-        k = 1.0 / jnp.sqrt(self.stretch(x[2], q))
-        return jnp.stack([x[0] * k, x[1] * k, self.axial_map(x[2], q)])
+        return jnp.stack(self.apply_components((x[0], x[1], x[2]), q, None))
+
+    def apply_components(self, x: Components, q: Array, prepared: Any) -> Components:
+        x1, x2, z = x
+        k = 1.0 / jnp.sqrt(self.stretch(z, q))
+        return x1 * k, x2 * k, self.axial_map(z, q)
 
     def valid(self, x: Array, q: Array) -> Array:
         return self.stretch(x[2], q) > 0
@@ -170,10 +188,13 @@ class Shear(Primitive):
         return span
 
     def __call__(self, x: Array, q: Array) -> Array:
-        zero = jnp.zeros((), jnp.result_type(x, q))
-        s1 = zero if self.modes1 is None else self.modes1.field(x[2], q[: self.n1])
-        s2 = zero if self.modes2 is None else self.modes2.field(x[2], q[self.n1 :])
-        return jnp.stack([x[0] + s1, x[1] + s2, x[2]])
+        return jnp.stack(self.apply_components((x[0], x[1], x[2]), q, None))
+
+    def apply_components(self, x: Components, q: Array, prepared: Any) -> Components:
+        x1, x2, z = x
+        s1 = x1 if self.modes1 is None else x1 + self.modes1.field(z, q[: self.n1])
+        s2 = x2 if self.modes2 is None else x2 + self.modes2.field(z, q[self.n1 :])
+        return s1, s2, z
 
 
 @module

@@ -15,11 +15,11 @@ import numpy as np
 from jax import Array
 
 from ..._checks import as_count
-from ..._math import small_dot, stumpffs
+from ..._math import stumpffs
 from ..._module import module, static
 from ...quadrature._gauss import gauss_legendre
 from ._modes import Modes, _as_modes
-from ._primitives import Components, Primitive
+from ._primitives import ComponentPrimitive, Components
 
 __all__ = ["U_MIN", "Bend3D", "chebyshev_basis", "chebyshev_integral", "psi_root"]
 
@@ -84,7 +84,7 @@ def chebyshev_basis(y: Array, count: int) -> Array:
 
 
 @module
-class Bend3D(Primitive):
+class Bend3D(ComponentPrimitive):
     """3D bend of the section on a backbone with bending rates `κ1(z), κ2(z)` and axial
     stretch `ν3(z)`, `(q = (q1, q2, q3))`:
 
@@ -169,7 +169,8 @@ class Bend3D(Primitive):
 
     def angles(self, z: Array, q: Array) -> Array:
         """The bending-angle vector `(Θ1, Θ2) = ∫_0^z (κ1, κ2)` `(2,)`."""
-        return jnp.stack([self._field(0, z, q, True), self._field(1, z, q, True)])
+        th1, th2, _ = self._angle_pair(z, q)
+        return jnp.stack([th1, th2])
 
     def _rotation(self, th: Array, a: Array, b: Array) -> Array:
         """`R = I + A Θ^ + B Θ^²` for `Θ = (th1, th2, 0)` `(3, 3)`."""
@@ -221,9 +222,8 @@ class Bend3D(Primitive):
 
     def backbone_frame(self, z: Array, q: Array) -> tuple[Array, Array]:
         """`g(z) = (R (3, 3), r (3,))` of the backbone."""
-        th = self.angles(z, q)
-        t = small_dot(th, th)
-        return self._rotation(th, *stumpffs(1, 2, t)), self._position(z, q)
+        th1, th2, t = self._angle_pair(z, q)
+        return self._rotation(jnp.stack([th1, th2]), *stumpffs(1, 2, t)), self._position(z, q)
 
     def _section(
         self, x1: Array, x2: Array, z: Array, q: Array
@@ -238,12 +238,6 @@ class Bend3D(Primitive):
         nu = self.stretch(z, q)
         u = (2.0 / 3.0) * (bent1 * x2 - bent2 * x1) / (nu * jnp.sqrt(nu))
         return th1, th2, a, b, u, nu
-
-    def __call__(self, x: Array, q: Array) -> Array:
-        return self.apply(x, q, None)
-
-    def apply(self, x: Array, q: Array, prepared: Any) -> Array:
-        return jnp.stack(self.apply_components((x[0], x[1], x[2]), q, prepared))
 
     def apply_components(self, x: Components, q: Array, prepared: Any) -> Components:
         # h = r + ρ'1 R e1 + ρ'2 R e2, with R's first two columns written out:

@@ -20,7 +20,16 @@ from ...quadrature._gauss import gauss_legendre
 from .._base import Kinematics
 from ._modes import Modes, _as_modes
 
-__all__ = ["Bend", "Components", "Primitive", "Shear", "Source", "Stretch", "Twist"]
+__all__ = [
+    "Bend",
+    "ComponentPrimitive",
+    "Components",
+    "Primitive",
+    "Shear",
+    "Source",
+    "Stretch",
+    "Twist",
+]
 
 Components = tuple[Array, Array, Array]
 
@@ -74,8 +83,19 @@ class Primitive(Kinematics):
             )
 
 
+class ComponentPrimitive(Primitive):
+    """A primitive written on the point's components: `__call__` and `apply` stack what
+    `apply_components` returns, so the subclass implements that one method."""
+
+    def __call__(self, x: Array, q: Array) -> Array:
+        return self.apply(x, q, None)
+
+    def apply(self, x: Array, q: Array, prepared: Any) -> Array:
+        return jnp.stack(self.apply_components((x[0], x[1], x[2]), q, prepared))
+
+
 @module
-class Twist(Primitive):
+class Twist(ComponentPrimitive):
     """Twist: the section at `z` rotates by `φ(z) = m(z) · q` about `+x3` (counter-clockwise
     seen from `+x3`, `e1` towards `e2`):
 
@@ -98,9 +118,6 @@ class Twist(Primitive):
     def axial_span(self, span: Array, q: Array) -> Array:
         return span
 
-    def __call__(self, x: Array, q: Array) -> Array:
-        return jnp.stack(self.apply_components((x[0], x[1], x[2]), q, None))
-
     def apply_components(self, x: Components, q: Array, prepared: Any) -> Components:
         x1, x2, z = x
         phi = self.modes.field(z, q)
@@ -109,7 +126,7 @@ class Twist(Primitive):
 
 
 @module
-class Stretch(Primitive):
+class Stretch(ComponentPrimitive):
     """Stretch and compression: axial stretch `λ(z) = 1 + m(z) · q`, `Λ(z) = ∫_0^z λ`,
 
         h = (x / √λ(z),  y / √λ(z),  Λ(z)),
@@ -140,9 +157,6 @@ class Stretch(Primitive):
     def axial_span(self, span: Array, q: Array) -> Array:
         return self.axial_map(span, q)
 
-    def __call__(self, x: Array, q: Array) -> Array:
-        return jnp.stack(self.apply_components((x[0], x[1], x[2]), q, None))
-
     def apply_components(self, x: Components, q: Array, prepared: Any) -> Components:
         x1, x2, z = x
         k = 1.0 / jnp.sqrt(self.stretch(z, q))
@@ -156,7 +170,7 @@ class Stretch(Primitive):
 
 
 @module
-class Shear(Primitive):
+class Shear(ComponentPrimitive):
     """Shear: the section at `z` translates by `(s1(z), s2(z))`, `s_a = m_a(z) · q_a`:
 
         h = (x + s1(z),  y + s2(z),  z).
@@ -186,9 +200,6 @@ class Shear(Primitive):
 
     def axial_span(self, span: Array, q: Array) -> Array:
         return span
-
-    def __call__(self, x: Array, q: Array) -> Array:
-        return jnp.stack(self.apply_components((x[0], x[1], x[2]), q, None))
 
     def apply_components(self, x: Components, q: Array, prepared: Any) -> Components:
         x1, x2, z = x

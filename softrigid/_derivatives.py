@@ -174,17 +174,37 @@ def _linearize(
         row = {
             "nu": lambda: rec.inertial_forces(robot, link_pos, vel, qdd, grav, ext) + internal,
             "bias": lambda: rec.inertial_forces(robot, link_pos, vel, zero, grav, ext) + internal,
-            "input": lambda: actuation(robot, x) @ u,
             "mass": lambda: _mass(robot, link_pos),
-            "actuation": lambda: actuation(robot, x),
             "poses": lambda: rec.world_poses(link_pos),
         }
-        return {name: row[name]() for name in ("nu", *rows)}
+        return {name: row[name]() for name in ("nu", *rows) if name in row}
 
     value, jac = value_and_jacfwd(nu_of, jnp.concatenate([q, qd]))
+    value, jac = _with_actuation_rows(robot, q, rows, u, value, jac)
     mass = _mass(robot, _assemble([t[0] for t in terms]))
     nu = InverseDynamicsDerivatives(value["nu"], mass, jac["nu"][:, :n], jac["nu"][:, n:])
     return nu, {name: (value[name], jac[name]) for name in rows}
+
+
+def _with_actuation_rows(
+    robot: Robot, q: Array, rows: tuple[str, ...], u: Array | None, value: dict, jac: dict
+) -> tuple[dict, dict]:
+    """`value` and `jac` with the rows of `rows` that are the actuators' own, `"input"`
+    (`A(q) u`) and `"actuation"` (`A(q)`): functions of `q` alone, evaluated through the
+    actuators (not the link-local expansion: a tendon's `A = −(∂l/∂q)ᵀ` holds a derivative of
+    its own) and differentiated by forward mode over the `n_q` configuration tangents only;
+    their `q̇` columns are zero. Pushing the `2 n_q` tangents of the passes through them
+    instead cost the helicoid robot's nine tendons 20 of 49 ms per call."""
+    own = {"input": lambda x: actuation(robot, x) @ u, "actuation": lambda x: actuation(robot, x)}
+    asked = tuple(name for name in rows if name in own)
+    if not asked:
+        return value, jac
+    v, j = value_and_jacfwd(lambda x: {name: own[name](x) for name in asked}, q)
+    n = q.shape[0]
+    for name in asked:
+        value[name] = v[name]
+        jac[name] = jnp.concatenate([j[name], jnp.zeros((*j[name].shape[:-1], n), q.dtype)], -1)
+    return value, jac
 
 
 def residual_derivatives(

@@ -18,6 +18,7 @@ from jax import Array
 from . import _recursion as rec
 from ._checks import check_index, raise_if
 from ._entry import algorithm, check_robot
+from ._math import matmul, matvec
 from ._model import Link, Robot
 from ._module import is_concrete
 
@@ -37,7 +38,7 @@ def _poses(link: Link, q: Array) -> tuple[Array, Array, Array, Array]:
     nj = link.joint.n_q
     rj, tj = link.joint.transform(q[:nj])
     rb, tb = link.body.distal_pose(q[nj:])
-    return rj, tj, rj @ rb, tj + rj @ tb
+    return rj, tj, matmul(rj, rb), tj + matvec(rj, tb)
 
 
 def _scan_poses(robot: Robot, q: Array) -> tuple[Array, Array, Array, Array]:
@@ -48,8 +49,10 @@ def _scan_poses(robot: Robot, q: Array) -> tuple[Array, Array, Array, Array]:
         rw, tw = carry
         r_joint, t_joint, r, t = x
         # proximal frame of body i: T_0,i−1 T_J,  distal frame: T_0i = T_0,i−1 T_i
-        proximal = (rw @ r_joint, tw + rw @ t_joint)
-        distal = (rw @ r, tw + rw @ t)
+        # elementwise 3 × 3 products (`_math.matmul`): under `vmap` of a derivative XLA:CPU may
+        # give a batched `dot` here a transposed output layout that its emitter aborts on
+        proximal = (matmul(rw, r_joint), tw + matvec(rw, t_joint))
+        distal = (matmul(rw, r), tw + matvec(rw, t))
         return distal, (proximal, distal)
 
     init = (jnp.eye(3, dtype=q.dtype), jnp.zeros(3, q.dtype))
@@ -73,7 +76,7 @@ def mass_points_world(robot: Robot, q: Array) -> list[tuple[Array, Array]]:
     rot, trans = proximal_poses(robot, q)
     parts = rec.map_groups(robot, _mass_points, rec.coords(q))
     per_link = [(pts[j], masses[j]) for pts, masses in parts for j in range(pts.shape[0])]
-    return [(pts @ rot[i].T + trans[i], m) for i, (pts, m) in enumerate(per_link)]
+    return [(matvec(rot[i], pts) + trans[i], m) for i, (pts, m) in enumerate(per_link)]
 
 
 def _mass_points(link: Link, q: Array) -> tuple[Array, Array]:
@@ -94,7 +97,7 @@ def _mapped(robot: Robot, q: Array, pose: tuple[Array, Array], i: int, points: A
     """`R_i f_i(x, q_B) + t_i`: material points of link `i`'s body in the world, given the
     proximal poses `(R, t)` of every body."""
     rot, trans = pose
-    return robot.links[i].body.map_points(q[robot.body_slice(i)], points) @ rot[i].T + trans[i]
+    return matvec(rot[i], robot.links[i].body.map_points(q[robot.body_slice(i)], points)) + trans[i]
 
 
 def grouped_world_points(
@@ -128,7 +131,7 @@ def grouped_world_points(
         coords = jnp.stack([q[robot.body_slice(i)] for i in members])
         mapped = jax.vmap(lambda link, qb, x: link.body.map_points(qb, x))(links, coords, padded)
         for j, i in enumerate(members):
-            world = mapped[j, : points[i].shape[0]] @ rot[i].T + trans[i]
+            world = matvec(rot[i], mapped[j, : points[i].shape[0]]) + trans[i]
             ends = np.cumsum([0] + [entries[e][1].shape[0] for e in of_link[i]])
             for e, a, b in zip(of_link[i], ends[:-1], ends[1:]):
                 out[e] = world[a:b]

@@ -18,6 +18,7 @@ from jax import Array
 from ._actuator import Actuator
 from ._chain import grouped_world_points, proximal_poses
 from ._checks import as_float, as_index, as_vector, check_index, traced_check
+from ._math import matvec
 from ._model import Robot
 from ._module import is_concrete, module, static
 from ._soft_body import SoftBody
@@ -254,12 +255,12 @@ class Tendon(Actuator):
             if k == 0 and self.start is not None:
                 # from the base anchor to the entry point, in the base frame
                 rot, trans = proximal_poses(robot, q)
-                entry = rot[i] @ body.kinematics(entry_x, qb) + trans[i]
+                entry = matvec(rot[i], body.kinematics(entry_x, qb)) + trans[i]
                 total = total + _span(entry - self.start)
             elif k > 0:
                 # across joint i: entry point T_J(q_J) f(x_entry, q_B) vs the previous exit, in S_{i−1}
                 rot, trans = link.joint.transform(qj)
-                entry = rot @ body.kinematics(entry_x, qb) + trans
+                entry = matvec(rot, body.kinematics(entry_x, qb)) + trans
                 total = total + _span(entry - exit_local)
             # exit point in the distal frame S_i: R_Bᵀ (f(x_exit, q_B) − t_B)
             exit_local = body.local_points(qb, exit_x[None])[0]

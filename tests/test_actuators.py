@@ -159,6 +159,31 @@ def test_tendons_together_equal_each_alone(cc_chain):
     np.testing.assert_allclose(Tendon.lengths(cc_chain, q, tendons), lengths, rtol=1e-14)
 
 
+def test_second_derivatives_of_tendon_lengths_compile():
+    """`jax.hessian` of guided tendons' lengths on three helicoid segments (the Jacobian of `A`
+    that a Newton method or a closed loop's exact Jacobian takes): XLA:CPU (jaxlib 0.10) gave a
+    batched 3 × 3 `dot` of the chain's poses a transposed output layout and aborted the process
+    in its emitter, until the chain's products were written elementwise (`_math.matmul`).
+    Equal to central differences of the gradient."""
+    from softrigid.kinematics import lvp
+
+    body = sr.SoftBody(lvp.helicoid_segment(0.1), quadrature.cylinder(0.02, 0.1, 3, 2, 5), 960.0)
+    eyelet = np.array([[0.01, 0.0, 0.05]])
+    tendons = [Tendon([0], guides=[eyelet]), Tendon([0, 1], guides=[eyelet, eyelet])]
+    tendons.append(Tendon([1, 2], guides=[eyelet, eyelet]))
+    robot = sr.Robot([sr.Link(joints.Fixed(), body) for _ in range(3)], actuators=tendons)
+
+    def total(x):
+        return jnp.sum(Tendon.lengths(robot, x, tendons))
+
+    q = 0.01 * jnp.arange(24.0)
+    hess = np.asarray(jax.jit(jax.hessian(total))(q))
+    grad, h = jax.jit(jax.grad(total)), 1e-6
+    fd = np.stack([(grad(q + h * e) - grad(q - h * e)) / (2 * h) for e in np.eye(24)], 1)
+    np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-6 * np.abs(fd).max())
+    np.testing.assert_allclose(hess, hess.T, rtol=0, atol=1e-12 * np.abs(hess).max())
+
+
 def test_tendon_guides_are_checked(cc_chain):
     inside = np.array([[0.03, 0.0, 0.1], [0.03, 0.0, 0.3]])
     with pytest.raises(ValueError, match=r"one guides array per link \(2\), got 1"):

@@ -200,11 +200,9 @@ def _with_actuation_rows(
     if not asked:
         return value, jac
     v, j = value_and_jacfwd(lambda x: {name: own[name](x) for name in asked}, q)
-    n = q.shape[0]
-    for name in asked:
-        value[name] = v[name]
-        jac[name] = jnp.concatenate([j[name], jnp.zeros((*j[name].shape[:-1], n), q.dtype)], -1)
-    return value, jac
+    zero = {name: jnp.zeros((*j[name].shape[:-1], q.shape[0]), q.dtype) for name in asked}
+    padded = {name: jnp.concatenate([j[name], zero[name]], -1) for name in asked}
+    return {**value, **v}, {**jac, **padded}
 
 
 def residual_derivatives(

@@ -195,11 +195,15 @@ def _with_actuation_rows(
     its own) and differentiated by forward mode over the `n_q` configuration tangents only;
     their `q̇` columns are zero. Pushing the `2 n_q` tangents of the passes through them
     instead cost the helicoid robot's nine tendons 20 of 49 ms per call."""
-    own = {"input": lambda x: actuation(robot, x) @ u, "actuation": lambda x: actuation(robot, x)}
-    asked = tuple(name for name in rows if name in own)
+    asked = tuple(name for name in rows if name in ("input", "actuation"))
     if not asked:
         return value, jac
-    v, j = value_and_jacfwd(lambda x: {name: own[name](x) for name in asked}, q)
+
+    def own(x: Array) -> dict[str, Array]:
+        a = actuation(robot, x)  # once, whichever rows are asked
+        return {name: a @ u if name == "input" else a for name in asked}
+
+    v, j = value_and_jacfwd(own, q)
     zero = {name: jnp.zeros((*j[name].shape[:-1], q.shape[0]), q.dtype) for name in asked}
     padded = {name: jnp.concatenate([j[name], zero[name]], -1) for name in asked}
     return {**value, **v}, {**jac, **padded}

@@ -167,7 +167,7 @@ def _bias_accelerations(pos: rec.LinkPosition, vel: rec.Velocity, w: Array) -> A
 def _link_inputs(robot: Robot, q: Array, qd: Array, nu: Array, loads: tuple) -> list[_Links]:
     pos = rec.position_level(robot, q)
     vel = rec.velocity_level(robot, pos, q, qd)
-    w = rec.link_velocities(pos, vel.v_rel, vel.w_rel)[1]
+    w = rec.link_velocities(pos.rot, pos.trans, vel.v_rel, vel.w_rel)[1]
     c = _bias_accelerations(pos, vel, w)
     zero = jnp.zeros_like(w)
     # β_i: −(F*, T*, π*) at zero accelerations, with the loads as active forces

@@ -45,11 +45,16 @@ __all__ = [
 
 def _mass(robot: Robot, pos: rec.LinkPosition) -> Array:
     # M e_j = IID(q, 0, e_j) with a_0 = 0 (eq. 48): n unit accelerations through the same passes,
-    # sharing the position-level terms.
+    # sharing the position-level terms; the passes in each link's frame, whose per-link steps
+    # all n columns share (`softrigid._passes`)
     vel0 = rec.zero_velocity(robot, pos)
     zero = jnp.zeros(3, dtype=pos.rot.dtype)
     eye = jnp.eye(robot.n_q, dtype=pos.rot.dtype)
-    return jax.vmap(lambda e: rec.inertial_forces(robot, pos, vel0, e, zero))(eye).T
+
+    def column(e: Array) -> Array:
+        return rec.inertial_forces(robot, pos, vel0, e, zero, sequential=True)
+
+    return jax.vmap(column)(eye).T
 
 
 def _nu(robot: Robot, q: Array, qd: Array, qdd: Array, loads: tuple) -> tuple[Array, Any]:
@@ -147,9 +152,8 @@ def _dalembert(
 ) -> tuple[Array, Array, tuple[Array, ...]]:
     pos = rec.position_level(robot, q)
     vel = rec.velocity_level(robot, pos, q, qd)
-    a_lin, a_ang = rec.relative_rates(robot, pos, qdd)
     a0 = -robot.gravity.astype(q.dtype) if gravity else jnp.zeros(3, q.dtype)
-    motion = rec.forward_pass(pos, vel, a_lin + vel.a_bias, a_ang + vel.dw_bias, a0)
+    motion = rec.link_motion(robot, pos, vel, qdd, a0, rec.frame_poses(pos.rot, pos.trans))
     wrenches = rec.body_terms(robot, pos, vel, qdd, motion)
     force = jnp.concatenate([w.force for w in wrenches])
     moment = jnp.concatenate([w.moment for w in wrenches])

@@ -165,7 +165,7 @@ def kinetic_energy(robot: Robot, q: Array, qd: Array) -> Array:
     """`T(q, q̇)` (scalar) from the link velocities of the forward pass and each body's mass
     moments: `T = ½ Σ_k m_k |v_i + ω_i × p_k + J_k q̇_B|²`."""
     pos = rec.position_level(robot, q)
-    v, w = rec.link_velocities(pos, *rec.relative_rates(robot, pos, qd))
+    v, w = rec.link_velocities(pos.rot, pos.trans, *rec.relative_rates(robot, pos, qd))
     energies = rec.map_groups(
         robot, _link_kinetic, rec.grouped(pos.moments), rec.coords(qd), rec.rows(v), rec.rows(w)
     )

@@ -17,7 +17,7 @@ The state is split by level, so that each is computed once per state:
 
 Consecutive links of identical structure form a *group* whose parameters are stacked, so every
 per-link computation is one `vmap` per group (a chain of 50 identical bodies traces one body);
-`map_groups` hides that bookkeeping. The passes are `lax.scan`s over the links on 3-vectors.
+`map_groups` hides that bookkeeping. The passes themselves are in `softrigid._passes`.
 """
 
 from __future__ import annotations
@@ -33,19 +33,28 @@ from ._ad import directional_pair, value_and_jacfwd
 from ._body import BodyWrench, MassMoments, VelocityMoments, dalembert_wrench
 from ._math import contract, matmul, matvec, rmatvec, vee
 from ._model import Link, Robot
+from ._passes import (
+    LinkMotion,
+    backward_pass,
+    backward_sums,
+    forward_pass,
+    forward_sums,
+    frame_poses,
+    link_velocities,
+)
 
 __all__ = [
     "ExternalLoads",
     "LinkMotion",
     "LinkPosition",
     "Velocity",
-    "backward_pass",
     "body_terms",
     "concat",
-    "forward_pass",
+    "frame_poses",
     "groups",
     "inertial_forces",
     "link_bias",
+    "link_motion",
     "link_position",
     "link_velocities",
     "map_groups",
@@ -191,17 +200,7 @@ def position_level(robot: Robot, q: Array) -> LinkPosition:
 
 def world_poses(pos: LinkPosition) -> tuple[Array, Array]:
     """World poses `(R (N, 3, 3), t (N, 3))` of the distal frames, `T_0i = T_01 ⋯ T_{i−1,i}`."""
-
-    def step(carry: tuple[Array, Array], x: tuple[Array, Array]) -> Any:
-        rw, tw = carry
-        r, t = x
-        # T_0i = T_0,i−1 T_i
-        new = (matmul(rw, r), tw + matvec(rw, t))
-        return new, new
-
-    dtype = pos.rot.dtype
-    init = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype))
-    return jax.lax.scan(step, init, (pos.rot, pos.trans))[1]
+    return frame_poses(pos.rot, pos.trans)[1:]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,39 +287,6 @@ def zero_velocity(robot: Robot, pos: LinkPosition) -> Velocity:
 # The passes
 
 
-class LinkMotion(NamedTuple):
-    """Motion of every distal frame `S_i`, in `S_i` (N, 3) each."""
-
-    w: Array  # ω_i
-    a: Array  # a_i, acceleration of the origin
-    dw: Array  # ω̇_i
-
-
-def forward_pass(
-    pos: LinkPosition, vel: Velocity, a_rel: Array, dw_rel: Array, a0: Array
-) -> LinkMotion:
-    """Link accelerations from the base out, given the relative accelerations
-    `a_rel = (∂t/∂q) q̈ + ∂²t[q̇, q̇]`, `ω̇_rel = G q̈ + vee(∂²R[q̇, q̇] Rᵀ)` and `a_0`."""
-
-    def step(carry: tuple[Array, Array, Array], x: tuple[Array, ...]) -> Any:
-        w, a, dw = carry
-        r, t, wr, vr, ar, dwr = x
-        # a_i  = Rᵀ (a_{i−1} + ω̇_{i−1} × t + ω_{i−1} × (ω_{i−1} × t) + 2 ω_{i−1} × v_rel + a_rel)
-        a_new = rmatvec(
-            r, a + jnp.cross(dw, t) + jnp.cross(w, jnp.cross(w, t)) + 2.0 * jnp.cross(w, vr) + ar
-        )
-        # ω̇_i = Rᵀ (ω̇_{i−1} + ω_{i−1} × ω_rel + ω̇_rel)
-        dw_new = rmatvec(r, dw + jnp.cross(w, wr) + dwr)
-        # ω_i  = Rᵀ (ω_{i−1} + ω_rel)
-        w_new = rmatvec(r, w + wr)
-        new = (w_new, a_new, dw_new)
-        return new, new
-
-    zero = jnp.zeros(3, dtype=pos.rot.dtype)
-    xs = (pos.rot, pos.trans, vel.w_rel, vel.v_rel, a_rel, dw_rel)
-    return LinkMotion(*jax.lax.scan(step, (zero, a0.astype(zero.dtype), zero), xs)[1])
-
-
 def _body_wrench(
     link: Link, m: MassMoments, h: VelocityMoments, qd: Array, qdd: Array, motion: LinkMotion
 ) -> BodyWrench:
@@ -354,25 +320,6 @@ class ExternalLoads(NamedTuple):
     generalized: Array  # (n_q,)
 
 
-def backward_pass(pos: LinkPosition, force: Array, moment: Array) -> tuple[Array, Array]:
-    """Transmitted wrenches from the tip in, given the resultants `F*_i`, `T*_i` `(N, 3)`:
-    `F_i = F*_i + R_{i+1} F_{i+1}`, `T_i = T*_i + R_{i+1} T_{i+1} + t_{i+1} × (R_{i+1} F_{i+1})`.
-
-    Returns `(R_i F_i, R_i T_i)` `(N, 3)`: the wrenches in `S_{i−1}` axes, as the projection
-    uses them."""
-
-    def step(carry: tuple[Array, Array], x: tuple[Array, ...]) -> Any:
-        f_child, m_child = carry
-        fs, ms, r, t = x
-        f_i = fs + f_child
-        m_i = ms + m_child
-        rf, rm = matvec(r, f_i), matvec(r, m_i)
-        return (rf, rm + jnp.cross(t, rf)), (rf, rm)
-
-    zero = jnp.zeros(3, dtype=pos.rot.dtype)
-    return jax.lax.scan(step, (zero, zero), (force, moment, pos.rot, pos.trans), reverse=True)[1]
-
-
 def projection(
     robot: Robot, pos: LinkPosition, wrenches: tuple[BodyWrench, ...], rf: Array, rm: Array
 ) -> Array:
@@ -380,10 +327,30 @@ def projection(
     `Pw_i = G_iᵀ R_i` (and `π*_i` zero in the joint rows)."""
     out = []
     for g, jt, jw, wr in zip(groups(robot), pos.jac_t, pos.jac_w, wrenches):
-        proj = jnp.sum(jt * g.rows(rf)[:, :, None] + jw * g.rows(rm)[:, :, None], axis=1)
+        # Σ over the 3 axes written out (elementwise: a reduction here is a kernel of its own)
+        f, m = g.rows(rf), g.rows(rm)
+        proj = sum(jt[:, k] * f[:, k, None] + jw[:, k] * m[:, k, None] for k in range(3))
         pi_full = jnp.concatenate([jnp.zeros((g.size, g.n_joint), proj.dtype), wr.generalized], 1)
         out.append(-(pi_full + proj).reshape(-1))
     return concat(out)
+
+
+def link_motion(
+    robot: Robot,
+    pos: LinkPosition,
+    vel: Velocity,
+    qdd: Array,
+    a0: Array,
+    frames: tuple[Array, Array, Array] | None = None,
+) -> LinkMotion:
+    """The links' motion at `q̈` with base acceleration `a0`: the forward pass in world axes
+    given the frames' world poses (`frame_poses`), else in each link's frame."""
+    # a_rel = (∂t/∂q) q̈ + ∂²t[q̇, q̇],  ω̇_rel = G q̈ + vee(∂²R[q̇, q̇] Rᵀ)
+    a_lin, a_ang = relative_rates(robot, pos, qdd)
+    rel = (vel.w_rel, vel.v_rel, a_lin + vel.a_bias, a_ang + vel.dw_bias)
+    if frames is None:
+        return forward_pass(pos.rot, pos.trans, *rel, a0)
+    return forward_sums(frames, pos.trans, *rel, a0)
 
 
 def inertial_forces(
@@ -393,32 +360,21 @@ def inertial_forces(
     qdd: Array,
     a0: Array,
     loads: ExternalLoads | None = None,
+    sequential: bool = False,
 ) -> Array:
     """`IID(q, q̇, q̈)` with base acceleration `a0` (`−gravity` for ID, `0` for IID), minus the
-    generalized forces of `loads`."""
-    # a_rel = (∂t/∂q) q̈ + ∂²t[q̇, q̇],  ω̇_rel = G q̈ + vee(∂²R[q̇, q̇] Rᵀ)
-    a_lin, a_ang = relative_rates(robot, pos, qdd)
-    motion = forward_pass(pos, vel, a_lin + vel.a_bias, a_ang + vel.dw_bias, a0)
+    generalized forces of `loads`. The passes run in world axes as sums, or with `sequential`
+    in each link's frame (for many right-hand sides under one `vmap`: `softrigid._passes`)."""
+    frames = None if sequential else frame_poses(pos.rot, pos.trans)
+    motion = link_motion(robot, pos, vel, qdd, a0, frames)
     wrenches = body_terms(robot, pos, vel, qdd, motion)
     force = concat([w.force for w in wrenches])
     moment = concat([w.moment for w in wrenches])
     if loads is not None:
         force, moment = force + loads.force, moment + loads.moment
-    rf, rm = backward_pass(pos, force, moment)
+    if frames is None:
+        rf, rm = backward_pass(pos.rot, pos.trans, force, moment)
+    else:
+        rf, rm = backward_sums(frames, force, moment)
     iid = projection(robot, pos, wrenches, rf, rm)
     return iid if loads is None else iid - loads.generalized
-
-
-def link_velocities(pos: LinkPosition, v_rel: Array, w_rel: Array) -> tuple[Array, Array]:
-    """Velocity `v_i` of the origin of `S_i` and angular velocity `ω_i`, in `S_i` (N, 3), from
-    the relative velocities `(v_rel, ω_rel)` (`relative_rates`)."""
-
-    def step(carry: tuple[Array, Array], x: tuple[Array, ...]) -> Any:
-        v, w = carry
-        r, t, wr, vr = x
-        # v_i = Rᵀ (v_{i−1} + ω_{i−1} × t + v_rel),  ω_i = Rᵀ (ω_{i−1} + ω_rel)
-        new = (rmatvec(r, v + jnp.cross(w, t) + vr), rmatvec(r, w + wr))
-        return new, new
-
-    zero = jnp.zeros(3, dtype=pos.rot.dtype)
-    return jax.lax.scan(step, (zero, zero), (pos.rot, pos.trans, w_rel, v_rel))[1]

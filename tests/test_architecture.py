@@ -348,7 +348,7 @@ LAYERS = [
     },
     {"materials", "_body", "_rigid_body", "_soft_body", "joints", "_actuator", "_controller"},
     {"_model", "_charts"},
-    {"_recursion"},
+    {"_passes", "_recursion"},
     {"_loads", "_entry", "_fastpath", "_chain", "_energy"},
     {"_articulated", "_tendon"},
     {"_dynamics", "lagrangian"},
@@ -444,6 +444,25 @@ def test_inverse_dynamics_derivatives(arm):
     np.testing.assert_allclose(d.d_qd, fd_qd, rtol=1e-6, atol=1e-7 * float(np.abs(fd_qd).max()))
     with pytest.raises(TypeError, match="u"):
         sr.inverse_dynamics_derivatives(arm, q, qd, qdd, u=u)
+
+
+def test_inverse_dynamics_derivatives_on_a_chain_of_identical_soft_links():
+    """Three identical revolute + planar CC links (one scanned group): the derivatives compile
+    and equal `jax.jacfwd` of the public inverse dynamics. With the passes as scans in each
+    link's frame, XLA:CPU folded a scan's stacking transpose into a batched `dot` it cannot
+    emit under the vmap of tangents (`dot_op_emitter` check failure: the process aborted)."""
+    robot = sr.Robot(
+        [sr.Link(joints.Revolute((0.0, 1.0, 0.0)), _segment()) for _ in range(3)],
+        gravity=(0.0, 0.0, -9.81),
+    )
+    q, qd, qdd = _state(4, robot.n_q)
+    d = sr.inverse_dynamics_derivatives(robot, q, qd, qdd)
+    jq, jqd = jax.jacfwd(lambda x, xd: sr.inverse_dynamics(robot, x, xd, qdd), argnums=(0, 1))(
+        q, qd
+    )
+    np.testing.assert_allclose(d.nu, sr.inverse_dynamics(robot, q, qd, qdd), rtol=1e-12)
+    np.testing.assert_allclose(d.d_q, jq, rtol=1e-10, atol=1e-10 * float(jnp.abs(jq).max()))
+    np.testing.assert_allclose(d.d_qd, jqd, rtol=1e-10, atol=1e-10 * float(jnp.abs(jqd).max()))
 
 
 @pytest.mark.slow

@@ -2,11 +2,15 @@
 
 `inertial_forces` composes four steps, each a function of its own:
 
-1. `forward_pass`: link velocities and accelerations `(ω_i, a_i, ω̇_i)` from the base out;
+1. `link_motion`, the forward pass: link velocities and accelerations `(ω_i, a_i, ω̇_i)` from
+   the base out;
 2. `body_terms`: each body's D'Alembert resultants `(F*_i, T*_i, π*_i)` from its mass moments
    (`softrigid._body` explains the mass-moment form);
-3. `backward_pass`: the wrenches `(F_i, T_i)` transmitted from the tip in;
+3. the backward pass: the wrenches `(F_i, T_i)` transmitted from the tip in;
 4. `projection`: `IID_i = −(π*_i + Pv_i F_i + Pw_i T_i)`.
+
+The passes run in world axes as prefix sums for one right-hand side, or sequentially in each
+link's frame for the mass matrix's many (`softrigid._passes` derives both).
 
 The state is split by level, so that each is computed once per state:
 - the *position level* (`position_level`: poses `T_i`, the Jacobians `∂t_i/∂q_i`, `G_i`, the
@@ -17,7 +21,7 @@ The state is split by level, so that each is computed once per state:
 
 Consecutive links of identical structure form a *group* whose parameters are stacked, so every
 per-link computation is one `vmap` per group (a chain of 50 identical bodies traces one body);
-`map_groups` hides that bookkeeping. The passes themselves are in `softrigid._passes`.
+`map_groups` hides that bookkeeping.
 """
 
 from __future__ import annotations

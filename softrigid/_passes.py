@@ -20,12 +20,15 @@ and from the tip in, with `o_i = Σ_{j≤i} t_j` the origin of `S_i`,
 
     F_i = Σ_{j≥i} F*_j,    T_i = Σ_{j≥i} (T*_j + o_j × F*_j) − o_i × F_i
 
-(`T` about the origin of `S_i`). Each line is one vectorized expression and one cumulative sum,
-where the sequential form runs about fifteen small kernels per link. Used for one evaluation
-(inverse dynamics, its bias terms) and for the dynamics Jacobians' tangents: under a `vmap` of
-tangents, XLA:CPU (jaxlib 0.10) folded the sequential scans' stacking transposes into batched
-`dot`s with an output layout its emitter rejects, aborting the process
-(`inverse_dynamics_derivatives` on chains of identical soft links); the sums stack nothing.
+(`T` about the origin of `S_i`). Each line is one vectorized expression and one prefix sum (a
+scan of one addition per link), where the sequential step runs about fifteen small kernels
+per link. Used for one evaluation (inverse dynamics, its bias terms) and for the dynamics
+Jacobians' tangents: under a `vmap` of tangents, XLA:CPU (jaxlib 0.10) turned the sequential
+scans' inputs (the Jacobians contracted with one-hot tangents) into batched `dot`s with the
+scan's stacking transpose folded into an output layout its emitter rejects, aborting the
+process (`inverse_dynamics_derivatives` on chains of identical soft links). With the sums those
+inputs are rotated elementwise first, and the sweep of body families in the README runs; that
+this is why is an observation, not a guarantee of XLA's.
 """
 
 from __future__ import annotations

@@ -153,12 +153,6 @@ def _unrotate(r: Array, v: Array) -> Array:
     return r[:, 0, :] * v[:, 0, None] + r[:, 1, :] * v[:, 1, None] + r[:, 2, :] * v[:, 2, None]
 
 
-def _cross(a: Array, b: Array) -> Array:
-    """`a × b` over the last axis, one elementwise expression."""
-    a0, a1, a2, b0, b1, b2 = a[..., 0], a[..., 1], a[..., 2], b[..., 0], b[..., 1], b[..., 2]
-    return jnp.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], -1)
-
-
 def _sum_to(x: Array, reverse: bool = False) -> Array:
     """`Σ_{j≤i} x_j` (`Σ_{j≥i}` with `reverse`) along the links: a scan of additions (XLA:CPU's
     `cumsum` is a windowed reduction, `O(N²)`, and measured slower here at 20–100 links)."""
@@ -187,11 +181,16 @@ def forward_sums(
     w = _sum_to(wr)
     w_prev = w - wr
     # ω̇_i = Σ_{j≤i} (ω_{j−1} × ω_rel,j + ω̇_rel,j)
-    dw_step = _cross(w_prev, wr) + dwr
+    dw_step = jnp.cross(w_prev, wr) + dwr
     dw = _sum_to(dw_step)
     dw_prev = dw - dw_step
     # a_i = a_0 + Σ_{j≤i} (ω̇_{j−1} × t_j + ω_{j−1} × (ω_{j−1} × t_j) + 2 ω_{j−1} × v_rel,j + a_rel,j)
-    a_step = _cross(dw_prev, t) + _cross(w_prev, _cross(w_prev, t)) + 2.0 * _cross(w_prev, vr) + ar
+    a_step = (
+        jnp.cross(dw_prev, t)
+        + jnp.cross(w_prev, jnp.cross(w_prev, t))
+        + 2.0 * jnp.cross(w_prev, vr)
+        + ar
+    )
     a = a0.astype(t.dtype) + _sum_to(a_step)
     return LinkMotion(_unrotate(dist, w), _unrotate(dist, a), _unrotate(dist, dw))
 
@@ -204,6 +203,6 @@ def backward_sums(
     prox, dist, o = frames
     f, m = _rotate(dist, force), _rotate(dist, moment)
     # F_i = Σ_{j≥i} F*_j,  T_i = Σ_{j≥i} (T*_j + o_j × F*_j) − o_i × F_i  (one sum of both)
-    sums = _sum_to(jnp.stack([f, m + _cross(o, f)], 1), reverse=True)
-    f_sum, m_sum = sums[:, 0], sums[:, 1] - _cross(o, sums[:, 0])
+    sums = _sum_to(jnp.stack([f, m + jnp.cross(o, f)], 1), reverse=True)
+    f_sum, m_sum = sums[:, 0], sums[:, 1] - jnp.cross(o, sums[:, 0])
     return _unrotate(prox, f_sum), _unrotate(prox, m_sum)

@@ -12,6 +12,8 @@ builds the object, never on tracers created by `jit`, `vmap` or `grad`.
 from __future__ import annotations
 
 import dataclasses
+import operator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import jax
@@ -43,8 +45,10 @@ def module(cls: type[T]) -> type[T]:
         children = tuple((jax.tree_util.GetAttrKey(n), getattr(obj, n)) for n in data)
         return children, tuple(getattr(obj, n) for n in meta)
 
+    get_data, get_meta = _getter(data), _getter(meta)
+
     def flatten(obj: Any) -> tuple[Any, Any]:
-        return tuple(getattr(obj, n) for n in data), tuple(getattr(obj, n) for n in meta)
+        return get_data(obj), get_meta(obj)
 
     def unflatten(aux: Any, children: Any) -> Any:
         obj = object.__new__(cls)
@@ -66,6 +70,20 @@ def module(cls: type[T]) -> type[T]:
     cls.__repr__ = __repr__  # type: ignore[assignment]
     jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
     return cls
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple]:
+    """`obj -> (obj.a, obj.b, …)` for `names`: `operator.attrgetter`, whose tuple is built in C.
+    JAX calls a node's flatten on every call of a jitted function that takes it (the robot
+    with its links, bodies, rules and materials), and the generator of `getattr`s took half
+    of such a call's overhead: a trivial jitted function of the 3-segment helicoid robot
+    58–59 → 32 µs, of the 30-joint rigid chain 135–138 → 81–82 µs per call."""
+    if len(names) == 0:
+        return lambda obj: ()
+    if len(names) == 1:
+        name = names[0]
+        return lambda obj: (getattr(obj, name),)
+    return operator.attrgetter(*names)
 
 
 def is_concrete(*values: Any) -> bool:

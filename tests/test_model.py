@@ -150,6 +150,29 @@ def test_model_is_a_pytree_with_static_structure(robot):
         robot.gravity = jnp.zeros(3)
 
 
+@pytest.mark.parametrize("n_data, n_meta", [(0, 0), (1, 0), (0, 1), (1, 1), (3, 2)])
+def test_module_flattening_keeps_fields_in_order(n_data, n_meta):
+    # `module` flattens with one attribute getter per kind of field (the tuple it returns for
+    # one name built by hand): leaves and aux data in declaration order, with or without keys
+    from softrigid._module import module, static
+
+    names = [f"d{k}" for k in range(n_data)] + [f"m{k}" for k in range(n_meta)]
+    namespace = {"__annotations__": dict.fromkeys(names, "object"), "__module__": __name__}
+    namespace.update({f"m{k}": static() for k in range(n_meta)})
+    cls = module(type("Probe", (), namespace))
+    obj = cls(*(jnp.full(2, float(k)) for k in range(n_data)), *(f"s{k}" for k in range(n_meta)))
+    leaves, treedef = jax.tree_util.tree_flatten(obj)
+    assert [float(x[0]) for x in leaves] == [float(k) for k in range(n_data)]
+    keyed = jax.tree_util.tree_flatten_with_path(obj)[0]
+    assert [jax.tree_util.keystr(path) for path, _ in keyed] == [f".d{k}" for k in range(n_data)]
+    rebuilt = jax.tree_util.tree_unflatten(treedef, [2 * x for x in leaves])
+    assert all(getattr(rebuilt, f"m{k}") == f"s{k}" for k in range(n_meta))
+    assert [float(getattr(rebuilt, f"d{k}")[0]) for k in range(n_data)] == [
+        2.0 * k for k in range(n_data)
+    ]
+    assert treedef == jax.tree_util.tree_structure(rebuilt)
+
+
 def test_distal_frame_from_contact_points_matches_exact_pose():
     """A plain-function planar CC map gets its distal frame from the pivot and two contact
     points (eqs. 5–7); it must equal the family's exact pose."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from . import _recursion as rec
@@ -33,7 +34,9 @@ __all__ = [
     "link_dissipation",
     "link_energy",
     "link_internal_force",
+    "link_stiffness",
     "potential_energy",
+    "stiffness",
     "stiffness_matrix",
     "total_dissipation",
     "total_elastic_energy",
@@ -69,6 +72,25 @@ def link_damping_matrix(link: Link, q: Array, qd: Array) -> Array:
 
 def _sum(parts: list[Array], dtype: jnp.dtype) -> Array:
     return sum((jnp.sum(p) for p in parts), jnp.zeros((), dtype))
+
+
+def link_stiffness(link: Link, q: Array) -> Array:
+    """`∂²U_i/∂q_i²` `(n_i, n_i)` of one link's joint spring and body material."""
+    return jax.jacfwd(jax.grad(lambda x: link_energy(link, x)))(q)
+
+
+def stiffness(robot: Robot, q: Array) -> Array:
+    """`K(q) = ∂²U/∂q²` `(n_q, n_q)` (unchecked core): block diagonal, since
+    `U = Σ_i U_i(q_i)` couples no two links' coordinates; each block is the Hessian of one
+    link's energy in its own `n_i` coordinates, so the cost grows with `Σ n_i²`, where the
+    Hessian of the whole `U` pushes all `n_q` tangents through every body (the 3-segment
+    helicoid: 9.7 against 19.2 ms)."""
+    k = jnp.zeros((q.shape[0], q.shape[0]), q.dtype)
+    for g, blocks in zip(rec.groups(robot), rec.map_groups(robot, link_stiffness, rec.coords(q))):
+        if g.n:
+            idx = g.q_start + g.n * np.arange(g.size)[:, None] + np.arange(g.n)  # (size, n)
+            k = k.at[idx[:, :, None], idx[:, None, :]].set(blocks)
+    return k
 
 
 def total_elastic_energy(robot: Robot, q: Array) -> Array:
@@ -147,7 +169,7 @@ def stiffness_matrix(robot: Robot, q: Array) -> Array:
     `U` is the elastic energy of the bodies' materials and the joint springs; gravity is not
     included (the Jacobian of the full static balance is in `softrigid.statics`).
     """
-    return jax.hessian(total_elastic_energy, argnums=1)(robot, q)
+    return stiffness(robot, q)
 
 
 @algorithm()

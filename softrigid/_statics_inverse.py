@@ -2,7 +2,8 @@
 
 Damped least squares (Levenberg–Marquardt) over the inputs `u`, with the equilibrium `q(u)`
 solved by Newton (`softrigid._statics_newton`) at every iterate, so every returned pair
-`(q, u)` is a true equilibrium:
+`(q, u)` is a true equilibrium; Newton starts from the prediction `q + ∂q/∂u Δu` where its
+balance is closer than at `q` (a third fewer Newton steps on the helicoid robot's statics):
 
     e(u) = W (y(q(u)) − y*),    ∂q/∂u = J⁻¹ A(q)  (implicit function theorem, J = ∂r/∂q),
     G = W ∂y/∂q J⁻¹ A,          Δu = −(GᵀG + μ² I)⁻¹ Gᵀ e  (= −Gᵀ (GGᵀ + μ² I)⁻¹ e).
@@ -29,6 +30,7 @@ from ._model import Robot
 from ._module import is_concrete
 from ._statics_equilibrium import check_options, raise_failure, setup
 from ._statics_newton import CONVERGED, newton, solve_jit
+from ._statics_residual import residual
 from .kinematics._base import trace_user
 
 __all__ = ["InverseStaticSolution", "inverse_statics"]
@@ -84,6 +86,7 @@ class _Carry(NamedTuple):
     e: Array  # W (y(q) − y*)
     err: Array  # |e|
     g: Array  # G at (q, u)
+    dq: Array  # ∂q/∂u = J⁻¹ A at (q, u)
     mu: Array  # damping
     du: Array  # step being tried
     it: Array  # accepted steps
@@ -132,9 +135,19 @@ def _levenberg_marquardt(
 
     y_and_dy = jax.jacfwd(twice, has_aux=True)
 
+    def start(u: Array, c: _Carry) -> Array:
+        # the equilibrium's first-order prediction q + ∂q/∂u Δu where its balance is finite
+        # and closer than at q (fewer Newton steps after a long step), else q itself
+        guess = c.q + c.dq @ c.du
+        with trial_evaluations():
+            r_guess = jnp.max(jnp.abs(residual(robot, loads, u, guess)[0]))
+            r_base = jnp.max(jnp.abs(residual(robot, loads, u, c.q)[0]))
+        better = c.started & jnp.isfinite(r_guess) & (r_guess < r_base)
+        return jnp.where(better, guess, c.q)
+
     def body(c: _Carry) -> _Carry:
         u = c.u + c.du
-        q, inner = newton(robot, loads, u, c.q, _INNER_TOL, _INNER_ITER)
+        q, inner = newton(robot, loads, u, start(u, c), _INNER_TOL, _INNER_ITER)
         converged = inner.status == CONVERGED
         # the outputs only at an equilibrium: a rejected trial's iterate (e.g. past the range
         # of a body's map) stays out of the user's function, whose own checks would raise
@@ -145,9 +158,9 @@ def _levenberg_marquardt(
         err = jnp.linalg.norm(e)
         ok = converged & jnp.isfinite(err)
         accept = ok & (~c.started | (err < c.err))
-        # G = W ∂y/∂q J⁻¹ A
-        g = (w[:, None] * dy) @ jnp.linalg.solve(inner.jac, actuation(robot, q))
-        g = jnp.where(accept, g, c.g)
+        # ∂q/∂u = J⁻¹ A, G = W ∂y/∂q ∂q/∂u
+        dq = jnp.where(accept, jnp.linalg.solve(inner.jac, actuation(robot, q)), c.dq)
+        g = jnp.where(accept, (w[:, None] * dy) @ dq, c.g)
         gnorm = jnp.linalg.norm(g)
         # μ = damping |G| at u0 (at least the smallest normal number, so that 10 μ grows)
         first = damping * jnp.maximum(gnorm, jnp.finfo(g.dtype).tiny)
@@ -178,6 +191,7 @@ def _levenberg_marquardt(
             e=e_next,
             err=pick(err, c.err),
             g=g,
+            dq=dq,
             mu=mu,
             du=du,
             it=it,
@@ -192,6 +206,7 @@ def _levenberg_marquardt(
         e=jnp.zeros(p, q0.dtype),
         err=jnp.asarray(jnp.inf, q0.dtype),
         g=jnp.zeros((p, n_u), q0.dtype),
+        dq=jnp.zeros((q0.shape[0], n_u), q0.dtype),
         mu=jnp.asarray(damping, q0.dtype),
         du=jnp.zeros(n_u, q0.dtype),
         it=jnp.zeros((), jnp.int32),

@@ -29,7 +29,7 @@ from jax import Array
 
 from ._entry import trial_evaluations
 from ._model import Robot
-from ._statics_residual import residual
+from ._statics_residual import jacobian, residual
 
 __all__ = [
     "CONVERGED",
@@ -117,12 +117,6 @@ def newton(
     n = q0.shape[0]
     dtype = q0.dtype
 
-    def with_aux(x: Array) -> tuple[Array, tuple[Array, Array]]:
-        r, scale = residual(robot, loads, u, x)
-        return r, (r, scale)
-
-    system = jax.jacfwd(with_aux, has_aux=True)
-
     def body(c: _Carry) -> _Carry:
         trial = c.q + c.alpha * c.step
         with trial_evaluations():  # a trial past a map's range is rejected, not raised
@@ -132,7 +126,9 @@ def newton(
         # ∂r/∂q only at an accepted trial: a rejected one costs one residual, not n_q
         # directions (under vmap both branches run, as before)
         with trial_evaluations():
-            jac = jax.lax.cond(accept, lambda x: system(x)[0], lambda x: c.jac, trial)
+            jac = jax.lax.cond(
+                accept, lambda x: jacobian(robot, loads, u, x), lambda x: c.jac, trial
+            )
         it = c.it + (accept & c.started).astype(c.it.dtype)
         scale = jnp.maximum(c.scale, jnp.maximum(scale, jnp.max(jnp.abs(jac))))
         converged = norm <= tol * scale

@@ -9,7 +9,8 @@ Newton loop's convergence test is relative to. `g + s(q, 0)` is evaluated as `�
 compiles about twice as fast as the derivative of the recursion. External loads enter by
 virtual power, `Q_ext = J_pᵀ f` (point loads) and `J_tᵀ F + J_ωᵀ M` (wrenches on distal
 frames), as in the recursion; loads given in a distal frame follow it (and make the Jacobian
-non-symmetric).
+non-symmetric). Its Jacobian (`jacobian`) takes the stiffness block by block and the rest by
+forward mode.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from jax import Array
 
 from ._chain import distal_poses, proximal_poses
 from ._dynamics import actuation
-from ._energy import gravity_energy, total_elastic_energy
+from ._energy import gravity_energy, stiffness, total_elastic_energy
 from ._loads import PointLoad
 from ._math import vee
 from ._model import Robot
 
-__all__ = ["residual"]
+__all__ = ["jacobian", "residual"]
 
 
 def _distal_frame(robot: Robot, q: Array, i: int) -> tuple[Array, Array]:
@@ -62,19 +63,32 @@ def _load_force(robot: Robot, load: Any, q: Array) -> Array:
     return d_t.T @ world(load.force) + jac_w.T @ world(load.moment)
 
 
-def residual(robot: Robot, loads: tuple, u: Array, q: Array) -> tuple[Array, Array]:
-    """`r(q) = g + s(q, 0) − Q_ext − A(q) u` and the force scale `F = max(|g|, |s|, |Q_ext|,
-    |A u|)` (entrywise maxima)."""
-    # g = ∂V_g/∂q and s(q, 0) = ∂U/∂q (a Rayleigh function has ∂R/∂q̇ = 0 at q̇ = 0)
-    grav = jax.grad(lambda x: gravity_energy(robot, x))(q)
-    elastic = jax.grad(lambda x: total_elastic_energy(robot, x))(q)
-    r = grav + elastic
-    scale = jnp.maximum(jnp.max(jnp.abs(grav)), jnp.max(jnp.abs(elastic)))
+def _applied(robot: Robot, loads: tuple, u: Array, q: Array) -> tuple[Array, Array]:
+    """`g − Q_ext − A(q) u` and its force scale `max(|g|, |Q_ext|, |A u|)` (entrywise)."""
+    # g = ∂V_g/∂q
+    r = jax.grad(lambda x: gravity_energy(robot, x))(q)
+    scale = jnp.max(jnp.abs(r))
     if loads:
         ext = sum(_load_force(robot, load, q) for load in loads)
         r = r - ext
         scale = jnp.maximum(scale, jnp.max(jnp.abs(ext)))
     # ν = A(q) u
     nu = actuation(robot, q) @ u
-    r = r - nu
-    return r, jnp.maximum(scale, jnp.max(jnp.abs(nu)))
+    return r - nu, jnp.maximum(scale, jnp.max(jnp.abs(nu)))
+
+
+def residual(robot: Robot, loads: tuple, u: Array, q: Array) -> tuple[Array, Array]:
+    """`r(q) = g + s(q, 0) − Q_ext − A(q) u` and the force scale `F = max(|g|, |s|, |Q_ext|,
+    |A u|)` (entrywise maxima)."""
+    applied, scale = _applied(robot, loads, u, q)
+    # s(q, 0) = ∂U/∂q (a Rayleigh function has ∂R/∂q̇ = 0 at q̇ = 0)
+    elastic = jax.grad(lambda x: total_elastic_energy(robot, x))(q)
+    return applied + elastic, jnp.maximum(scale, jnp.max(jnp.abs(elastic)))
+
+
+def jacobian(robot: Robot, loads: tuple, u: Array, q: Array) -> Array:
+    """`J = ∂r/∂q = ∂²V_g/∂q² + K(q) − ∂Q_ext/∂q − ∂(A(q) u)/∂q` `(n_q, n_q)`: the stiffness
+    `K` block by block (`_energy.stiffness`: no body's energy sees another's coordinates),
+    the rest by forward mode over the `n_q` coordinates."""
+    applied = jax.jacfwd(lambda x: _applied(robot, loads, u, x)[0])(q)
+    return applied + stiffness(robot, q)

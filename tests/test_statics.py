@@ -117,6 +117,42 @@ def test_newton_converges_quadratically(arm):
     np.testing.assert_array_equal(again.q, sol.q)
 
 
+def test_stiffness_and_the_newton_jacobian_are_the_hessians():
+    """`stiffness_matrix` block by block (one Hessian per link in its own coordinates) and the
+    Newton Jacobian (that plus forward mode of gravity, loads and the tendons' `A u`) equal
+    `jax.hessian` of the elastic energy and `jax.jacfwd` of the residual: on a chain of two
+    identical sprung revolute links carrying CC rods, then a rigid bar on a sprung joint,
+    under gravity, a point load and three tendons."""
+    from softrigid._loads import check_loads
+    from softrigid._statics_residual import jacobian, residual
+
+    rod = cc_rod(eta=0.1)
+    bar = sr.RigidBody(0.5, (0.0, 0.0, 0.1), np.diag([0.01, 0.01, 0.002]))
+    sprung = joints.Revolute((0.0, 1.0, 0.0), stiffness=2.0)
+    links = [
+        sr.Link(sprung, rod),
+        sr.Link(sprung, rod),
+        sr.Link(joints.Revolute((1, 0, 0), stiffness=3.0), bar),
+    ]
+    acts = [Tendon([0, 1], (0.015, 0.0)), Tendon([0], (0.0, 0.01)), Tendon([1], (-0.01, 0.0))]
+    robot = sr.Robot(links, gravity=(-9.81, 0.0, -2.0), actuators=acts)
+    loads = check_loads(robot, [sr.PointLoad(1, (0.01, 0.0, LENGTH), (0.3, -0.2, 1.0))])
+    rng = np.random.default_rng(4)
+    q = jnp.asarray(0.5 * rng.normal(size=robot.n_q))
+    u = jnp.asarray(rng.uniform(0.0, 5.0, robot.n_u))
+    k = sr.stiffness_matrix(robot, q)
+    hess = jax.hessian(lambda x: sr.elastic_energy(robot, x))(q)
+    np.testing.assert_allclose(k, hess, rtol=1e-12, atol=1e-12 * float(jnp.abs(hess).max()))
+    assert float(jnp.abs(k[:2, 2:]).max()) == 0.0  # no coupling between links
+    expected = jax.jacfwd(lambda x: residual(robot, loads, u, x)[0])(q)
+    np.testing.assert_allclose(
+        jax.jit(jacobian, static_argnums=1)(robot, loads, u, q),
+        expected,
+        rtol=1e-11,
+        atol=1e-11 * float(jnp.abs(expected).max()),
+    )
+
+
 @pytest.mark.slow
 def test_equilibrium_is_the_limit_of_a_damped_simulation(arm):
     u = jnp.array([3.0, 0.5])

@@ -167,7 +167,9 @@ def stiffness_matrix(robot: Robot, q: Array) -> Array:
     """Stiffness matrix `K(q) = ∂s_elastic/∂q = ∂²U/∂q²` `(n_q, n_q)`, symmetric.
 
     `U` is the elastic energy of the bodies' materials and the joint springs; gravity is not
-    included (the Jacobian of the full static balance is in `softrigid.statics`).
+    included (the Jacobian of the full static balance is in `softrigid.statics`). `K` is block
+    diagonal, one `n_i × n_i` block per link (no link's energy depends on another's
+    coordinates), and is computed block by block.
     """
     return stiffness(robot, q)
 

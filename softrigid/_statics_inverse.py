@@ -2,8 +2,9 @@
 
 Damped least squares (Levenberg–Marquardt) over the inputs `u`, with the equilibrium `q(u)`
 solved by Newton (`softrigid._statics_newton`) at every iterate, so every returned pair
-`(q, u)` is a true equilibrium; Newton starts from the prediction `q + ∂q/∂u Δu` where its
-balance is closer than at `q` (a third fewer Newton steps on the helicoid robot's statics):
+`(q, u)` is a true equilibrium; Newton starts from the prediction `q + ∂q/∂u Δu` (a quarter
+fewer Newton steps on the helicoid robot's statics; a prediction that fails, e.g. past a
+body map's range, is a rejected trial like any other):
 
     e(u) = W (y(q(u)) − y*),    ∂q/∂u = J⁻¹ A(q)  (implicit function theorem, J = ∂r/∂q),
     G = W ∂y/∂q J⁻¹ A,          Δu = −(GᵀG + μ² I)⁻¹ Gᵀ e  (= −Gᵀ (GGᵀ + μ² I)⁻¹ e).
@@ -30,7 +31,6 @@ from ._model import Robot
 from ._module import is_concrete
 from ._statics_equilibrium import check_options, raise_failure, setup
 from ._statics_newton import CONVERGED, newton, solve_jit
-from ._statics_residual import residual
 from .kinematics._base import trace_user
 
 __all__ = ["InverseStaticSolution", "inverse_statics"]
@@ -135,19 +135,10 @@ def _levenberg_marquardt(
 
     y_and_dy = jax.jacfwd(twice, has_aux=True)
 
-    def start(u: Array, c: _Carry) -> Array:
-        # the equilibrium's first-order prediction q + ∂q/∂u Δu where its balance is finite
-        # and closer than at q (fewer Newton steps after a long step), else q itself
-        guess = c.q + c.dq @ c.du
-        with trial_evaluations():
-            r_guess = jnp.max(jnp.abs(residual(robot, loads, u, guess)[0]))
-            r_base = jnp.max(jnp.abs(residual(robot, loads, u, c.q)[0]))
-        better = c.started & jnp.isfinite(r_guess) & (r_guess < r_base)
-        return jnp.where(better, guess, c.q)
-
     def body(c: _Carry) -> _Carry:
         u = c.u + c.du
-        q, inner = newton(robot, loads, u, start(u, c), _INNER_TOL, _INNER_ITER)
+        # from the equilibrium's first-order prediction q + ∂q/∂u Δu (q itself at u0)
+        q, inner = newton(robot, loads, u, c.q + c.dq @ c.du, _INNER_TOL, _INNER_ITER)
         converged = inner.status == CONVERGED
         # the outputs only at an equilibrium: a rejected trial's iterate (e.g. past the range
         # of a body's map) stays out of the user's function, whose own checks would raise

@@ -106,7 +106,7 @@ def newton(
     """Newton with backtracking from `q0`: the last iterate and the loop's final state.
 
     Each pass evaluates `r` at the trial point `q + α Δ` (the first pass evaluates `q0`
-    itself), and `J` (one forward-mode Jacobian, traced once) only where the trial is
+    itself), and `J` (`_statics_residual.jacobian`, traced once) only where the trial is
     accepted. A trial is accepted when
     `max|r(q + αΔ)| ≤ (1 − 10⁻⁴ α) max|r(q)|`, else `α` is halved. At an accepted point the
     loop stops when `max|r| ≤ tol · F`, with `F = max(max|g|, max|s|, max|Q_ext|, max|A u|,

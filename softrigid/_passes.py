@@ -143,14 +143,8 @@ def frame_poses(rot: Array, trans: Array) -> tuple[Array, Array, Array]:
     return jnp.concatenate([eye[None], dist[:-1]]), dist, origin
 
 
-def _rotate(r: Array, v: Array) -> Array:
-    """`r_i v_i` for stacks `r (N, 3, 3)`, `v (N, 3)`, elementwise (fused)."""
-    return r[:, :, 0] * v[:, 0, None] + r[:, :, 1] * v[:, 1, None] + r[:, :, 2] * v[:, 2, None]
-
-
-def _unrotate(r: Array, v: Array) -> Array:
-    """`r_iᵀ v_i` for stacks `r (N, 3, 3)`, `v (N, 3)`."""
-    return r[:, 0, :] * v[:, 0, None] + r[:, 1, :] * v[:, 1, None] + r[:, 2, :] * v[:, 2, None]
+# `r_i v_i` and `r_iᵀ v_i` for stacks `r (N, 3, 3)`, `v (N, 3)`: elementwise (fused)
+_rotate, _unrotate = jax.vmap(matvec), jax.vmap(rmatvec)
 
 
 def _sum_to(x: Array, reverse: bool = False) -> Array:

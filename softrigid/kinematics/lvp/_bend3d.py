@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
+from jax.custom_derivatives import SymbolicZero
 
 from ..._checks import as_count
 from ..._math import stumpffs
@@ -77,9 +78,9 @@ def chebyshev_integral(m: int) -> tuple[np.ndarray, np.ndarray]:
 
 def chebyshev_basis(y: Array, count: int) -> Array:
     """`(T_0(y), …, T_{count−1}(y))` `(count,)` at a scalar `y` (`T_{k+1} = 2y T_k − T_{k−1}`)."""
-    out = [jnp.ones_like(y), y]
+    out, two_y = [jnp.ones_like(y), y], 2.0 * y
     for _ in range(2, count):
-        out.append(2.0 * y * out[-1] - out[-2])
+        out.append(two_y * out[-1] - out[-2])
     return jnp.stack(out[:count])
 
 
@@ -277,13 +278,19 @@ def _series_position(bend: Bend3D, z: Array, q: Array, coefficients: Array, span
     return chebyshev_basis(2.0 * z / span - 1.0, coefficients.shape[0]) @ coefficients
 
 
-@_series_position.defjvp
+@functools.partial(_series_position.defjvp, symbolic_zeros=True)
 def _series_position_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
     bend, z, q, coefficients, span = primals
     _, dz, _, dc, _ = tangents
     # the value through the custom function itself, so that a derivative of this rule (a
     # higher order) again takes the exact tangent along z
     r = _series_position(bend, z, q, coefficients, span)
-    # dr = (ν3 R e3)(z) dz + Σ_k db_k T_k(y)
-    basis = chebyshev_basis(2.0 * z / span - 1.0, coefficients.shape[0])
-    return r, bend._tangent(z, q) * dz + basis @ dc
+    # dr = (ν3 R e3)(z) dz + Σ_k db_k T_k(y). A term whose tangent is a symbolic zero is left
+    # out, not multiplied by zero: `q`-derivatives hold `z` (the material point), `x`-derivatives
+    # (∂f/∂x) hold `b`, and XLA keeps a product with zero (it may be NaN).
+    dr = []
+    if not isinstance(dz, SymbolicZero):
+        dr.append(bend._tangent(z, q) * dz)
+    if not isinstance(dc, SymbolicZero):
+        dr.append(chebyshev_basis(2.0 * z / span - 1.0, coefficients.shape[0]) @ dc)
+    return r, sum(dr[1:], dr[0]) if dr else jnp.zeros_like(r)

@@ -8,6 +8,8 @@ the 3D constant-curvature backbone of `ConstantCurvature3D` with the section roo
 (`V = (1/3) ∮ f · cof(F) N dA`, which does not assume `det F = 1`).
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -362,6 +364,29 @@ def test_chebyshev_integral_is_exact_on_polynomials():
         np.testing.assert_allclose(got, anti(t), rtol=0, atol=1e-14)
 
 
+def test_polynomial_fields_by_horner_equal_the_mode_sums():
+    """`Polynomial.field` and `field_integral` (Horner in `s` on `a = Cᵀ q`) equal `m(z) · q`
+    and `∫_0^z m · q` of the generic `Modes` (the modes, then the sum), with their derivatives
+    in `z` and `q`, and the integral is the antiderivative of the field."""
+    rng = np.random.default_rng(11)
+    modes = lvp.Polynomial(rng.standard_normal((3, 5)).tolist(), L)
+    q = jnp.asarray(rng.standard_normal(3))
+    z = jnp.linspace(0.0, L, 7)
+    for fast, generic in (
+        (modes.field, functools.partial(lvp.Modes.field, modes)),
+        (modes.field_integral, functools.partial(lvp.Modes.field_integral, modes)),
+    ):
+        for arg in (0, 1):
+            d_fast = jax.vmap(jax.grad(fast, arg), (0, None))(z, q)
+            d_generic = jax.vmap(jax.grad(generic, arg), (0, None))(z, q)
+            np.testing.assert_allclose(d_fast, d_generic, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(
+            jax.vmap(fast, (0, None))(z, q), jax.vmap(generic, (0, None))(z, q), atol=1e-15
+        )
+    rate = jax.vmap(jax.grad(modes.field_integral), (0, None))(z, q)
+    np.testing.assert_allclose(rate, jax.vmap(modes.field, (0, None))(z, q), rtol=1e-13, atol=1e-13)
+
+
 def test_bend3d_per_body_backbone_equals_the_per_point_rule():
     """Inside a composition that knows its length (`helicoid_segment`) the bend's backbone is a
     per-body Chebyshev series: the map, its q-Jacobian and a second directional derivative equal the per-point
@@ -414,6 +439,30 @@ def test_bend3d_series_derivative_is_the_exact_tangent():
     assert np.abs(positions).max() > 1e-9  # the series is coarse
     np.testing.assert_allclose(jac_x(coarse), jac_x(per_point), rtol=0, atol=1e-13)
     np.testing.assert_allclose(jnp.linalg.det(jac_x(coarse)), 1.0, rtol=0, atol=1e-13)
+
+
+def test_bend3d_series_derivatives_along_the_point_and_the_coordinates_together():
+    """The series' JVP leaves out a term whose tangent is a symbolic zero (`q`-derivatives hold
+    the point, `x`-derivatives the series coefficients); with tangents along both at once, and
+    in the mixed second derivative `∂²f/∂x∂q`, it equals the per-point Gauss rule to rounding."""
+    lean = lvp.helicoid_segment(L)
+    per_point = lvp.Composite(lean.primitives, lean.index, lean.n_q, None)
+    rng = np.random.default_rng(5)
+    x = jnp.asarray(points(False, 12))
+    q = jnp.asarray(0.5 * rng.standard_normal(8))
+    dx, dq = jnp.asarray(rng.standard_normal(3)), jnp.asarray(rng.standard_normal(8))
+
+    @jax.jit
+    def values(k):
+        def joint(p):
+            return jax.jvp(k, (p, q), (dx, dq))[1]
+
+        return jax.vmap(joint)(x), jax.vmap(jax.jacfwd(jax.jacfwd(k, 1), 0), (0, None))(x, q)
+
+    got, ref = values(lean), values(per_point)
+    assert np.abs(ref[1]).max() > 0.1  # the mixed derivative is not trivially zero
+    for a, b in zip(got, ref):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
 
 
 def test_psi_root():

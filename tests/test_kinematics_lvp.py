@@ -8,8 +8,6 @@ the 3D constant-curvature backbone of `ConstantCurvature3D` with the section roo
 (`V = (1/3) ∮ f · cof(F) N dA`, which does not assume `det F = 1`).
 """
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -362,29 +360,6 @@ def test_chebyshev_integral_is_exact_on_polynomials():
     for t in (-1.0, -0.3, 0.2, 1.0):
         got = chebyshev_basis(jnp.asarray(t), m + 1) @ coefficients
         np.testing.assert_allclose(got, anti(t), rtol=0, atol=1e-14)
-
-
-def test_polynomial_fields_by_horner_equal_the_mode_sums():
-    """`Polynomial.field` and `field_integral` (Horner in `s` on `a = Cᵀ q`) equal `m(z) · q`
-    and `∫_0^z m · q` of the generic `Modes` (the modes, then the sum), with their derivatives
-    in `z` and `q`, and the integral is the antiderivative of the field."""
-    rng = np.random.default_rng(11)
-    modes = lvp.Polynomial(rng.standard_normal((3, 5)).tolist(), L)
-    q = jnp.asarray(rng.standard_normal(3))
-    z = jnp.linspace(0.0, L, 7)
-    for fast, generic in (
-        (modes.field, functools.partial(lvp.Modes.field, modes)),
-        (modes.field_integral, functools.partial(lvp.Modes.field_integral, modes)),
-    ):
-        for arg in (0, 1):
-            d_fast = jax.vmap(jax.grad(fast, arg), (0, None))(z, q)
-            d_generic = jax.vmap(jax.grad(generic, arg), (0, None))(z, q)
-            np.testing.assert_allclose(d_fast, d_generic, rtol=1e-13, atol=1e-13)
-        np.testing.assert_allclose(
-            jax.vmap(fast, (0, None))(z, q), jax.vmap(generic, (0, None))(z, q), atol=1e-15
-        )
-    rate = jax.vmap(jax.grad(modes.field_integral), (0, None))(z, q)
-    np.testing.assert_allclose(rate, jax.vmap(modes.field, (0, None))(z, q), rtol=1e-13, atol=1e-13)
 
 
 def test_bend3d_per_body_backbone_equals_the_per_point_rule():

@@ -92,29 +92,6 @@ class Polynomial(Modes):
         powers = self._powers(s, d + 1)[1:] / jnp.arange(1, d + 1, dtype=s.dtype)
         return self.length * (self.coefficients @ powers)
 
-    def _combined(self, q: Array) -> Array:
-        """`a = Cᵀ q` `(d + 1,)`: the coefficients of the field's polynomial in `s`."""
-        return jnp.sum(self.coefficients * q[:, None], axis=0)
-
-    def field(self, z: Array, q: Array) -> Array:
-        # m(z) · q = Σ_k a_k s^k with a = Cᵀ q, once per body; per point Horner in s = z / L
-        return _horner(self._combined(q), z / self.length)
-
-    def field_integral(self, z: Array, q: Array) -> Array:
-        # ∫_0^z m(s) ds · q = L s Σ_k a_k s^k / (k + 1)
-        s = z / self.length
-        a = self._combined(q)
-        return self.length * s * _horner(a / jnp.arange(1, a.shape[0] + 1, dtype=a.dtype), s)
-
-
-def _horner(a: Array, s: Array) -> Array:
-    """`Σ_k a_k s^k` for coefficients `a` `(d + 1,)`: elementwise work per point (the
-    polynomial's own coefficients are per body), fused by XLA."""
-    out = a[-1]
-    for k in range(a.shape[0] - 2, -1, -1):
-        out = out * s + a[k]
-    return out
-
 
 @module
 class FunctionModes(Modes):

@@ -25,7 +25,6 @@ import numpy as np
 from jax import Array
 
 from ._checks import as_float, raise_if
-from ._dynamics import actuation
 from ._entry import trial_evaluations
 from ._model import Robot
 from ._module import is_concrete
@@ -150,7 +149,7 @@ def _levenberg_marquardt(
         ok = converged & jnp.isfinite(err)
         accept = ok & (~c.started | (err < c.err))
         # ∂q/∂u = J⁻¹ A, G = W ∂y/∂q ∂q/∂u
-        dq = jnp.where(accept, jnp.linalg.solve(inner.jac, actuation(robot, q)), c.dq)
+        dq = jnp.where(accept, jnp.linalg.solve(inner.jac, inner.actuation), c.dq)
         g = jnp.where(accept, (w[:, None] * dy) @ dq, c.g)
         gnorm = jnp.linalg.norm(g)
         # μ = damping |G| at u0 (at least the smallest normal number, so that 10 μ grows)

@@ -90,6 +90,7 @@ class _Carry(NamedTuple):
     q: Array  # accepted iterate
     r: Array  # r(q)
     jac: Array  # ∂r/∂q at q
+    actuation: Array  # A(q), from the same pass as the Jacobian
     norm: Array  # max |r(q)|
     scale: Array  # the largest force scale met so far
     step: Array  # Newton direction Δ at q
@@ -126,8 +127,11 @@ def newton(
         # ∂r/∂q only at an accepted trial: a rejected one costs one residual, not n_q
         # directions (under vmap both branches run, as before)
         with trial_evaluations():
-            jac = jax.lax.cond(
-                accept, lambda x: jacobian(robot, loads, u, x), lambda x: c.jac, trial
+            jac, act = jax.lax.cond(
+                accept,
+                lambda x: jacobian(robot, loads, u, x),
+                lambda x: (c.jac, c.actuation),
+                trial,
             )
         it = c.it + (accept & c.started).astype(c.it.dtype)
         scale = jnp.maximum(c.scale, jnp.maximum(scale, jnp.max(jnp.abs(jac))))
@@ -158,6 +162,7 @@ def newton(
             q=pick(trial, c.q),
             r=pick(r, c.r),
             jac=pick(jac, c.jac),
+            actuation=pick(act, c.actuation),
             norm=pick(norm, c.norm),
             scale=pick(scale, c.scale),
             step=pick(step, c.step),
@@ -172,6 +177,7 @@ def newton(
         q=q0,
         r=jnp.zeros(n, dtype),
         jac=jnp.zeros((n, n), dtype),
+        actuation=jnp.zeros((n, robot.n_u), dtype),
         norm=jnp.asarray(jnp.inf, dtype),
         scale=jnp.zeros((), dtype),
         step=jnp.zeros(n, dtype),

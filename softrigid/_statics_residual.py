@@ -63,8 +63,9 @@ def _load_force(robot: Robot, load: Any, q: Array) -> Array:
     return d_t.T @ world(load.force) + jac_w.T @ world(load.moment)
 
 
-def _applied(robot: Robot, loads: tuple, u: Array, q: Array) -> tuple[Array, Array]:
-    """`g − Q_ext − A(q) u` and its force scale `max(|g|, |Q_ext|, |A u|)` (entrywise)."""
+def _applied(robot: Robot, loads: tuple, u: Array, q: Array) -> tuple[Array, Array, Array]:
+    """`g − Q_ext − A(q) u`, its force scale `max(|g|, |Q_ext|, |A u|)` (entrywise) and
+    `A(q)`."""
     # g = ∂V_g/∂q
     r = jax.grad(lambda x: gravity_energy(robot, x))(q)
     scale = jnp.max(jnp.abs(r))
@@ -73,22 +74,29 @@ def _applied(robot: Robot, loads: tuple, u: Array, q: Array) -> tuple[Array, Arr
         r = r - ext
         scale = jnp.maximum(scale, jnp.max(jnp.abs(ext)))
     # ν = A(q) u
-    nu = actuation(robot, q) @ u
-    return r - nu, jnp.maximum(scale, jnp.max(jnp.abs(nu)))
+    a = actuation(robot, q)
+    nu = a @ u
+    return r - nu, jnp.maximum(scale, jnp.max(jnp.abs(nu))), a
 
 
 def residual(robot: Robot, loads: tuple, u: Array, q: Array) -> tuple[Array, Array]:
     """`r(q) = g + s(q, 0) − Q_ext − A(q) u` and the force scale `F = max(|g|, |s|, |Q_ext|,
     |A u|)` (entrywise maxima)."""
-    applied, scale = _applied(robot, loads, u, q)
+    applied, scale, _ = _applied(robot, loads, u, q)
     # s(q, 0) = ∂U/∂q (a Rayleigh function has ∂R/∂q̇ = 0 at q̇ = 0)
     elastic = jax.grad(lambda x: total_elastic_energy(robot, x))(q)
     return applied + elastic, jnp.maximum(scale, jnp.max(jnp.abs(elastic)))
 
 
-def jacobian(robot: Robot, loads: tuple, u: Array, q: Array) -> Array:
-    """`J = ∂r/∂q = ∂²V_g/∂q² + K(q) − ∂Q_ext/∂q − ∂(A(q) u)/∂q` `(n_q, n_q)`: the stiffness
-    `K` block by block (`_energy.stiffness`: no body's energy sees another's coordinates),
-    the rest by forward mode over the `n_q` coordinates."""
-    applied = jax.jacfwd(lambda x: _applied(robot, loads, u, x)[0])(q)
-    return applied + stiffness(robot, q)
+def jacobian(robot: Robot, loads: tuple, u: Array, q: Array) -> tuple[Array, Array]:
+    """`J = ∂r/∂q = ∂²V_g/∂q² + K(q) − ∂Q_ext/∂q − ∂(A(q) u)/∂q` `(n_q, n_q)`, and `A(q)`
+    `(n_q, n_u)` from the same pass: the stiffness `K` block by block (`_energy.stiffness`: no
+    body's energy sees another's coordinates), the rest by forward mode over the `n_q`
+    coordinates."""
+
+    def applied(x: Array) -> tuple[Array, Array]:
+        force, _, a = _applied(robot, loads, u, x)
+        return force, a
+
+    d_applied, a = jax.jacfwd(applied, has_aux=True)(q)
+    return d_applied + stiffness(robot, q), a

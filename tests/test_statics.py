@@ -122,7 +122,7 @@ def test_stiffness_and_the_newton_jacobian_are_the_hessians():
     Newton Jacobian (that plus forward mode of gravity, loads and the tendons' `A u`) equal
     `jax.hessian` of the elastic energy and `jax.jacfwd` of the residual: on a chain of two
     identical sprung revolute links carrying CC rods, then a rigid bar on a sprung joint,
-    under gravity, a point load and three tendons."""
+    under gravity, a point load and three tendons; `A(q)` comes out of the same pass."""
     from softrigid._loads import check_loads
     from softrigid._statics_residual import jacobian, residual
 
@@ -145,12 +145,12 @@ def test_stiffness_and_the_newton_jacobian_are_the_hessians():
     np.testing.assert_allclose(k, hess, rtol=1e-12, atol=1e-12 * float(jnp.abs(hess).max()))
     assert float(jnp.abs(k[:2, 2:]).max()) == 0.0  # no coupling between links
     expected = jax.jacfwd(lambda x: residual(robot, loads, u, x)[0])(q)
+    jac, act = jax.jit(jacobian, static_argnums=1)(robot, loads, u, q)
     np.testing.assert_allclose(
-        jax.jit(jacobian, static_argnums=1)(robot, loads, u, q),
-        expected,
-        rtol=1e-11,
-        atol=1e-11 * float(jnp.abs(expected).max()),
+        jac, expected, rtol=1e-11, atol=1e-11 * float(jnp.abs(expected).max())
     )
+    # A(q) from the same pass (the inverse statics' ∂q/∂u = J⁻¹ A takes it from there)
+    np.testing.assert_allclose(act, sr.actuation_matrix(robot, q), rtol=1e-13, atol=1e-15)
 
 
 @pytest.mark.slow

@@ -115,7 +115,7 @@ def main() -> None:
         compare("stiffness.helicoid", pair(robot), q, n_q=robot.n_q)
         statics = {
             "jacfwd_of_residual": jax.jit(jax.jacfwd(lambda x, v: residual(robot, (), v, x)[0])),
-            "jacobian": jax.jit(lambda x, v: jacobian(robot, (), v, x)),
+            "jacobian": jax.jit(lambda x, v: jacobian(robot, (), v, x)[0]),  # (J, A): J
         }
         compare("stiffness.helicoid_statics_jacobian", statics, q, u, n_q=robot.n_q)
 

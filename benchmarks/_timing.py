@@ -1,4 +1,5 @@
-"""Shared timing helpers for the benchmarks: JSON lines, first call vs steady state, pinning.
+"""Shared timing helpers for the benchmarks: JSON lines, first call vs steady state, pinning,
+and the examples' own robots (`load_example`).
 
 JAX is imported inside the helpers, not here, so that a script can call `pin_cores` before JAX
 (or NumPy) starts its threads: `from _timing import pin_cores; pin_cores(1)`, then `import jax`.
@@ -6,6 +7,7 @@ JAX is imported inside the helpers, not here, so that a script can call `pin_cor
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -13,11 +15,14 @@ import re
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 __all__ = [
     "emit",
     "load",
+    "load_example",
     "machine",
     "pin_core",
     "pin_cores",
@@ -25,6 +30,15 @@ __all__ = [
     "time_first_call",
     "time_interleaved",
 ]
+
+
+def load_example(name: str) -> ModuleType:
+    """`examples/<name>.py` as a module (its robots are what some benchmarks time)."""
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example
 
 
 def pin_core(core: int) -> None:

@@ -61,10 +61,10 @@ from softrigid.kinematics import lvp  # noqa: E402
 
 try:
     from _runs import measure, measure_loops, reference
-    from _timing import emit
+    from _timing import emit, load_example
 except ImportError:  # run as a module
     from benchmarks._runs import measure, measure_loops, reference
-    from benchmarks._timing import emit
+    from benchmarks._timing import emit, load_example
 
 ROOT = Path(__file__).resolve().parents[1]
 # the base joint frame turned so that the arm's z axis points along world +x (horizontal)
@@ -73,10 +73,7 @@ HORIZONTAL = (jnp.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]), j
 
 def swinging_arm() -> tuple[sr.Robot, jax.Array]:
     """The README's main example robot and its initial configuration."""
-    spec = importlib.util.spec_from_file_location("swinging_arm", ROOT / "examples/swinging_arm.py")
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    return example.build_robot(), jnp.array([0.0, 0.3, -0.2, 0.1])
+    return load_example("swinging_arm").build_robot(), jnp.array([0.0, 0.3, -0.2, 0.1])
 
 
 def cosserat_arm(n_segments: int = 10) -> tuple[sr.Robot, jax.Array]:

@@ -23,16 +23,27 @@ Run: python benchmarks/stiffness.py [--sizes 2 5 10 20] [--helicoid] [--core 0]
 from __future__ import annotations
 
 import argparse
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 try:
-    from _timing import emit, machine, pin_core, time_first_call, time_interleaved
+    from _timing import (
+        emit,
+        load_example,
+        machine,
+        pin_core,
+        time_first_call,
+        time_interleaved,
+    )
 except ImportError:  # run as a module
-    from benchmarks._timing import emit, machine, pin_core, time_first_call, time_interleaved
+    from benchmarks._timing import (
+        emit,
+        load_example,
+        machine,
+        pin_core,
+        time_first_call,
+        time_interleaved,
+    )
 
-ROOT = Path(__file__).resolve().parents[1]
 LENGTH, RADIUS, YOUNG = 0.25, 0.02, 5e6
 
 
@@ -52,11 +63,7 @@ def solid_chain(n: int) -> Any:
 
 def helicoid() -> Any:
     """The seed's helicoid robot as `examples/helicoid_tracking.py` builds it."""
-    path = ROOT / "examples" / "helicoid_tracking.py"
-    spec = importlib.util.spec_from_file_location("helicoid_tracking", path)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    return example.build()
+    return load_example("helicoid_tracking").build()
 
 
 def compare(label: str, fns: dict[str, Any], *args: Any, **fields: Any) -> None:

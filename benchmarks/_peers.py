@@ -59,13 +59,26 @@ __all__ = [
     "softrigid_articulated_fd",
     "softrigid_cholesky_fd",
     "softrigid_fd",
+    "softrigid_jit",
     "soromox_fd",
     "soromox_rigid_chain",
     "soromox_rigid_chain_model",
+    "vmapped",
 ]
 
 FD = Callable[[Any, Any, Any], jax.Array]
 GRAVITY = (0.0, 0.0, -9.81)
+# softrigid's functions are jitted the way softrigid compiles its own programs (XLA:CPU's
+# elemental emitters, `sr.compiler_options()`); the peers' with JAX's defaults
+softrigid_jit = functools.partial(jax.jit, compiler_options=sr.compiler_options())
+
+
+def vmapped(fd: FD) -> FD:
+    """`jax.jit(jax.vmap(f))` of the function `f` that `fd` (a `jax.jit` of ours) compiles, with
+    the same compiler options (`softrigid_jit` for softrigid's, JAX's defaults for a peer's)."""
+    inner = fd.__wrapped__
+    ours = getattr(inner, "__module__", "") == __name__ and "softrigid" in inner.__qualname__
+    return (softrigid_jit if ours else jax.jit)(jax.vmap(inner))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -249,7 +262,7 @@ def softrigid_fd(robot: sr.Robot, solver: str = "auto") -> FD:
     """The public `softrigid.forward_dynamics(robot, q, q̇, τ, solver=solver)`, jitted (with its
     run-time checks; `"auto"` picks the solver as `softrigid._articulated.choose_solver` does)."""
 
-    @jax.jit
+    @softrigid_jit
     def fd(q: Any, qd: Any, tau: Any) -> jax.Array:
         return sr.forward_dynamics(robot, q, qd, tau, solver=solver)
 
@@ -260,7 +273,7 @@ def softrigid_cholesky_fd(robot: sr.Robot) -> FD:
     """softrigid's forward dynamics, jitted: `solve_accelerations(robot, terms(robot, q, q̇), τ)`
     (mass matrix by the recursion, then Cholesky)."""
 
-    @jax.jit
+    @softrigid_jit
     def fd(q: Any, qd: Any, tau: Any) -> jax.Array:
         return _dynamics.solve_accelerations(robot, _dynamics.terms(robot, q, qd), tau)
 
@@ -272,7 +285,7 @@ def softrigid_articulated_fd(robot: sr.Robot) -> FD:
     (`softrigid._articulated.articulated_accelerations`)."""
     from softrigid._articulated import articulated_accelerations
 
-    @jax.jit
+    @softrigid_jit
     def fd(q: Any, qd: Any, tau: Any) -> jax.Array:
         return articulated_accelerations(robot, q, qd, tau)
 

@@ -65,7 +65,7 @@ except ImportError:  # run as a module
 def _batched(fd, states) -> dict[str, float] | None:
     """Per-state time of `vmap(fd)` over the batch; `None` when the batch does not fit in
     memory (the Cholesky paths hold `B` dense mass matrices and their `n_q` tangents)."""
-    batched = jax.jit(jax.vmap(fd))
+    batched = peers.vmapped(fd)
     try:
         first = time_first_call(lambda: batched(*states))
     except jax.errors.JaxRuntimeError as err:

@@ -6,7 +6,8 @@ round, so that a load spike hits them alike; 10th percentile and median over all
 - `eager`: `f(robot, q, qd, x)` without a `jax.jit` of the user's (the fast path of
   `softrigid._fastpath`, warmed up: the robot's own program);
 - `jit`: the jitted core `g = jax.jit(lambda q, qd, x: f(robot, q, qd, x))` on the same arrays,
-  each call waited for (`jax.block_until_ready`), as the eager call is: it raises its errors
+  compiled with the options of softrigid's own programs (`sr.compiler_options()`: the eager
+  call's), each call waited for (`jax.block_until_ready`), as the eager call is: it raises its errors
   before it returns;
 - `shared`: the eager call on a second robot of the same structure before it has its own
   program (the program shared by the structure, the leaves as arguments);
@@ -107,7 +108,7 @@ def measure(robot_name: str, fn_name: str, calls: int, rounds: int) -> dict[str,
     robot, fn = ROBOTS[robot_name](), FUNCTIONS[fn_name]
     rng = np.random.default_rng(0)
     q, qd, x = (jnp.asarray(rng.uniform(-1.0, 1.0, robot.n_q)) for _ in range(3))
-    core = jax.jit(lambda q, qd, x: fn(robot, q, qd, x))
+    core = jax.jit(lambda q, qd, x: fn(robot, q, qd, x), compiler_options=sr.compiler_options())
     start = time.perf_counter()
     jax.block_until_ready(fn(robot, q, qd, x))
     first = time.perf_counter() - start

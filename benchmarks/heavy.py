@@ -10,7 +10,8 @@ Robots (float64, the CPU backend):
   (the law and distal frame of `compress_accuracy.py`), 2 body coordinates.
 
 Per robot and rule (`compressed`: `compress(from_mesh(degree=4), 6)`, the README's default;
-`mesh`: `from_mesh(degree=1)`, the full mesh), each function wrapped in `jax.jit`: first call
+`mesh`: `from_mesh(degree=1)`, the full mesh), each function wrapped in `jax.jit` with
+softrigid's compiler options (`sr.compiler_options()`, as its own programs are): first call
 (trace + compile + run) and steady-state time per call (median of batches, `_timing.time_call`)
 of `inverse_dynamics`, `mass_inverse_dynamics`, `elastic_force + damping_force` (two calls),
 `internal_force` (the same sum in one call) and `inverse_dynamics_derivatives`; the same-run reference is the map and its `q`-Jacobian at every
@@ -20,8 +21,9 @@ compressed rule, the relative error of `M`, `ID`, `g` and `s` against the refere
 (`ru_maxrss`). One JSON object per line.
 
 Run: taskset -c 1 python benchmarks/heavy.py [--robots helicoid gripper] [--rules compressed mesh]
-     [--skip derivatives] [--no-reference] [--fast] [--closed]
+     [--skip derivatives] [--no-reference] [--fast] [--closed] [--default-emitters]
 (`--fast`: XLA:CPU's faster-compiling emitters, `sr.fast_compilation()`, for the whole process;
+`--default-emitters`: `jax.jit` without options (XLA:CPU's default MLIR emitters);
 `--closed`: each function jitted closed over the robot, whose arrays become constants of the
 program, instead of taking it as an argument)
 """
@@ -29,6 +31,7 @@ program, instead of taking it as an argument)
 from __future__ import annotations
 
 import argparse
+import functools
 import resource
 from pathlib import Path
 from typing import Any
@@ -98,10 +101,11 @@ def state(robot: sr.Robot, scale: np.ndarray) -> tuple[jax.Array, ...]:
     return tuple(jnp.asarray(s * rng.uniform(-1, 1, n)) for s in (scale, 3 * scale, 10 * scale))
 
 
-def functions(robot: sr.Robot, closed: bool = False) -> dict[str, Any]:
-    """The timed functions of `(robot, q, q̇, q̈)`, each jitted with the robot as an argument,
-    or with `closed` over the given robot (its arrays constants of the program, as in
-    `jax.jit(lambda q: f(robot, q))`; the robot argument is then ignored)."""
+def functions(robot: sr.Robot, closed: bool = False, options: dict | None = None) -> dict[str, Any]:
+    """The timed functions of `(robot, q, q̇, q̈)`, each jitted (with XLA `options`) with the
+    robot as an argument, or with `closed` over the given robot (its arrays constants of the
+    program, as in `jax.jit(lambda q: f(robot, q))`; the robot argument is then ignored)."""
+    jit = functools.partial(jax.jit, compiler_options=options or {})
 
     def maps(rob: sr.Robot, q: jax.Array) -> list:
         out = []
@@ -123,10 +127,10 @@ def functions(robot: sr.Robot, closed: bool = False) -> dict[str, Any]:
         "derivatives": lambda r, q, qd, qdd: sr.inverse_dynamics_derivatives(r, q, qd, qdd),
     }
     if not closed:
-        return {name: jax.jit(fn) for name, fn in fns.items()}
+        return {name: jit(fn) for name, fn in fns.items()}
 
     def closed_over(fn: Any) -> Any:
-        jitted = jax.jit(lambda *xs: fn(robot, *xs))
+        jitted = jit(lambda *xs: fn(robot, *xs))
         return lambda _robot, *xs: jitted(*xs)
 
     return {name: closed_over(fn) for name, fn in fns.items()}
@@ -156,11 +160,12 @@ def time_robot(
     states: tuple[jax.Array, ...],
     skip: list[str],
     closed: bool = False,
+    options: dict | None = None,
 ) -> dict[str, dict[str, float]]:
     """First call and per-call time of every function of `functions` (one JSON line each)."""
     nodes = [link.body.volume.n_points for link in robot.links if link.body.n_q]
     timings = {}
-    for fn_name, fn in functions(robot, closed).items():
+    for fn_name, fn in functions(robot, closed, options).items():
         if fn_name in skip:
             continue
         first = time_first_call(lambda f=fn: f(robot, *states))
@@ -189,15 +194,19 @@ def main() -> None:
     parser.add_argument(
         "--closed", action="store_true", help="jit each function closed over the robot"
     )
+    parser.add_argument(
+        "--default-emitters", action="store_true", help="jax.jit without sr.compiler_options()"
+    )
     args = parser.parse_args()
     if args.fast:
         sr.fast_compilation()
-    emit("machine", **machine(), closed=args.closed)
+    options = {} if args.default_emitters else sr.compiler_options()
+    emit("machine", **machine(), closed=args.closed, compiler_options=options)
     for name in args.robots:
         for kind in args.rules:
             robot, scale = ROBOTS[name](kind)
             states = state(robot, scale)
-            timings = time_robot(f"{name}/{kind}", robot, states, args.skip, args.closed)
+            timings = time_robot(f"{name}/{kind}", robot, states, args.skip, args.closed, options)
             ref = timings.get("map_and_jacobian", {}).get("median_s")
             summary: dict[str, Any] = {}
             if ref:

@@ -5,7 +5,8 @@ self-checks establish the conventions): planar PCS chains of 1, 8 and 16 segment
 coordinates each), a spatial PCS chain of 4 segments (6 each), rigid chains of 6 and 30
 revolute joints. Per robot, `q̈` from `(q, q̇, τ)` in float64:
 
-- per call, one state: softrigid's public `forward_dynamics` under `jax.jit` (solver `"auto"`;
+- per call, one state: softrigid's public `forward_dynamics` under `jax.jit` with softrigid's
+  compiler options (`sr.compiler_options()`, as its own programs; solver `"auto"`;
   the other solver too, for reference, except with `--quick`), SoRoMoX's `forward_dynamics`
   under `jax.jit`, Pinocchio's `aba` (C++ through its Python binding, on NumPy arrays; per
   call only); median and minimum over 9 rounds, the codes of a row interleaved round by
@@ -231,7 +232,7 @@ def measure(name: str, batches: tuple[int, ...], quick: bool) -> dict[str, Any]:
         vmapped = {
             code: None
             if fds[code] is None
-            else functools.partial(jax.jit(jax.vmap(fds[code])), *states)
+            else functools.partial(_peers.vmapped(fds[code]), *states)
             for code in ("softrigid", "soromox")
             if code in fds
         }
@@ -288,7 +289,7 @@ def measure_iid(quick: bool) -> dict[str, Any]:
     """Inverse dynamics per call of the 20-body planar constant-curvature chain."""
     n, rule = 20, (4, 2, 3)
     robot = build_chain(n, *rule)
-    iid = jax.jit(lambda q, qd, qdd: sr.inertial_inverse_dynamics(robot, q, qd, qdd))
+    iid = _peers.softrigid_jit(lambda q, qd, qdd: sr.inertial_inverse_dynamics(robot, q, qd, qdd))
     ones = jnp.ones(n)
     call = functools.partial(iid, ones, ones, ones)
     first = time_first_call(call)
@@ -320,7 +321,14 @@ def main() -> None:
     batches = BATCHES[:2] if args.quick else BATCHES
     if args.large:
         batches = (*batches, LARGE_BATCH)
-    emit("peers.machine", **machine(), cores=args.cores, peers=peer_versions(), quick=args.quick)
+    emit(
+        "peers.machine",
+        **machine(),
+        cores=args.cores,
+        peers=peer_versions(),
+        quick=args.quick,
+        softrigid_compiler_options=sr.compiler_options(),
+    )
     for name in robots:
         measure(name, batches, args.quick)
     if not args.no_iid:

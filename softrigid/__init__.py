@@ -22,7 +22,7 @@ from . import (
     urdf,
 )
 from ._body import Body
-from ._cache import enable_compilation_cache, fast_compilation
+from ._cache import compiler_options, enable_compilation_cache, fast_compilation
 from ._chain import forward_kinematics, material_points, world_points
 from ._closed_loop import vector_field
 from ._constraints import ConstrainedAccelerations, constrained_forward_dynamics
@@ -77,6 +77,7 @@ __all__ = [
     "actuation_force",
     "actuation_matrix",
     "actuators",
+    "compiler_options",
     "constrained_forward_dynamics",
     "constraints",
     "control",

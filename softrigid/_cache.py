@@ -11,21 +11,83 @@ the eager fast path's programs and a `jit` of the user's around a public functio
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import jax
+from jax._src import core as jax_core  # trace_state_clean: no public equivalent
 from jax._src import xla_bridge  # backends_are_initialized: no public equivalent
 from jax.experimental.compilation_cache import compilation_cache
 
-__all__ = ["enable_compilation_cache", "fast_compilation"]
+__all__ = ["compiler_options", "enable_compilation_cache", "fast_compilation", "jit"]
 
 _ENVIRONMENT = "SOFTRIGID_CACHE"
 # XLA:CPU's elemental fusion emitters instead of its MLIR ones; XLA aborts the process on a
 # flag it does not know, so only for the jaxlib releases checked to have this one
-_FAST_FLAG = "--xla_cpu_use_fusion_emitters=false"
+_FAST_OPTION = "xla_cpu_use_fusion_emitters"
+_FAST_FLAG = f"--{_FAST_OPTION}=false"
 _FAST_FLAG_RELEASES = ("0.10",)
+
+
+@functools.cache
+def _checked_release() -> bool:
+    """Whether this jaxlib release is one checked to have the option."""
+    return ".".join(version("jaxlib").split(".")[:2]) in _FAST_FLAG_RELEASES
+
+
+def compiler_options() -> dict[str, Any]:
+    """The XLA options softrigid compiles its own programs with (its public calls, `simulate`,
+    the statics, the implicit integrators): XLA:CPU's elemental fusion emitters
+    (`{"xla_cpu_use_fusion_emitters": False}`), which compile softrigid's programs 2–2.7×
+    faster than the default MLIR emitters and run them as fast or faster (README, "Fast
+    start"). Per program, unlike `fast_compilation` (the whole process): a user's other JAX
+    programs keep XLA's defaults.
+
+    Pass them to a `jax.jit` of your own around softrigid's functions to compile it the same
+    way: `jax.jit(f, compiler_options=sr.compiler_options())`. Empty where `XLA_FLAGS` already
+    sets the emitters (`fast_compilation`, or the user's choice, which is then kept) and on a
+    jaxlib release not checked to have the option (XLA rejects an option it does not know).
+    The option is read by XLA:CPU only; other backends ignore it.
+
+    Example:
+        >>> import jax, softrigid as sr
+        >>> f = jax.jit(lambda q: q + 1, compiler_options=sr.compiler_options())
+    """
+    if _FAST_OPTION in os.environ.get("XLA_FLAGS", "") or not _checked_release():
+        return {}
+    return {_FAST_OPTION: False}
+
+
+def jit(fun: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
+    """`jax.jit(fun, **kwargs)` compiled with `compiler_options()` (read here) where it is called
+    outside any JAX transformation; as `@jit` or `functools.partial(jit, static_argnames=...)`."""
+    if fun is None:
+        return functools.partial(jit, **kwargs)
+    return _Program(fun, kwargs)
+
+
+class _Program:
+    """Two `jax.jit`s of one function: with `compiler_options()` for a call outside any
+    transformation, without them inside one (a user's `jit`, `vmap` or `grad` around a public
+    function), since JAX refuses options on a program staged into another. Attributes
+    (`lower`, `trace`, …) are the first's."""
+
+    __slots__ = ("__weakref__", "_nested", "_top")
+
+    def __init__(self, fun: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+        options = compiler_options()
+        self._top = jax.jit(fun, compiler_options=options, **kwargs)
+        self._nested = jax.jit(fun, **kwargs) if options else self._top
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return (self._top if jax_core.trace_state_clean() else self._nested)(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._top, name)
 
 
 def fast_compilation() -> bool:
@@ -52,9 +114,9 @@ def fast_compilation() -> bool:
         True
     """
     flags = os.environ.get("XLA_FLAGS", "")
-    if _FAST_FLAG.split("=")[0] in flags:
+    if _FAST_OPTION in flags:
         return _FAST_FLAG in flags.split()
-    if ".".join(version("jaxlib").split(".")[:2]) not in _FAST_FLAG_RELEASES:
+    if not _checked_release():
         return False
     if xla_bridge.backends_are_initialized():
         raise RuntimeError(

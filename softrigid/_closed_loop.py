@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from ._articulated import articulated_accelerations, choose_solver
+from ._cache import jit
 from ._constraints import Constraint, check_constraints, constrained_accelerations
 from ._controller import Controller
 from ._derivatives import linearized_terms, residual_derivatives
@@ -245,7 +246,7 @@ def vector_field(
         raise TypeError("vector_field: controller must be a Controller, a callable or None")
     dyn = make_dynamics(robot, loads, controller, check_constraints(constraints), solver)
 
-    @jax.jit
+    @jit
     def evaluate(t: Array, q: Array, qd: Array) -> tuple[Array, Array]:
         qdd = dyn.accel(jnp.asarray(t, q.dtype), q, qd)
         return check_finite("vector_field", robot, (qd, qdd))

@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from ._cache import jit
 from ._checks import as_scalar, as_tuple_of, raise_if
 from ._dynamics import DynamicsTerms, terms
 from ._entry import PREFIX, algorithm, check_positive_definite, raise_runtime_errors
@@ -317,7 +318,7 @@ def constrained_forward_dynamics(
     return _constrained_forward_dynamics(robot, q, qd, u, constraints, loads, t)
 
 
-@functools.partial(jax.jit, static_argnames=("where",))
+@functools.partial(jit, static_argnames=("where",))
 def _checked_rows(
     constraints: tuple[Constraint, ...], t: Array, q: Array, qd: Array, where: str
 ) -> tuple[Array, Array]:

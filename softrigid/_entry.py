@@ -41,6 +41,7 @@ from jax import Array
 
 from . import _batching, _fastpath
 from . import _recursion as rec
+from ._cache import jit
 from ._checks import check_state, raise_if
 from ._loads import check_loads
 from ._model import Robot
@@ -231,7 +232,7 @@ def _finite_tree(x: Any) -> Array:
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
 
 
-@jax.jit
+@jit
 def _finite_terms(robot: Robot, q: Array, qd: Array) -> tuple[Array, Array]:
     """Per link, whether its position-level and velocity-level terms are finite `(N,)` each."""
     pos = rec.position_level(robot, q)
@@ -310,7 +311,7 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
         # (checked, under a `vmap`) -> program; under a `vmap` many states run chunk by chunk
         # on CPU (softrigid._batching); unchecked inside `trial_evaluations()`
         jitted = {
-            (checked, batched): jax.jit(
+            (checked, batched): jit(
                 _batching.chunked(fn) if batched else fn, static_argnames=static_argnames
             )
             for checked, fn in ((True, checked_core), (False, core))

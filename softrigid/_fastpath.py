@@ -52,6 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._cache import jit
 from ._checks import check_state, flagging, none_fired
 from ._loads import check_loads
 from ._model import Robot
@@ -244,7 +245,7 @@ def _shared(sig: Signature, static: tuple[Any, ...], treedef: Any) -> Callable[.
         robot = jax.tree_util.tree_unflatten(treedef, leaves)
         return _run(sig, static, robot, arrays, loads, sync=False)
 
-    return jax.jit(program)
+    return jit(program)
 
 
 def _specialized(sig: Signature, static: tuple[Any, ...], h: Handle) -> Callable[..., Any]:
@@ -256,7 +257,7 @@ def _specialized(sig: Signature, static: tuple[Any, ...], h: Handle) -> Callable
         robot = jax.tree_util.tree_unflatten(treedef, leaves)
         return _run(sig, static, robot, arrays, loads, sync=True)
 
-    return jax.jit(program)
+    return jit(program)
 
 
 def _bind(sig: Signature, args: tuple, kwargs: dict[str, Any]) -> tuple | None:

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.integrate
 from jax import Array
 
+from ._cache import jit
 from ._closed_loop import closed_loop
 from ._controller import Controller
 from ._dynamics import solve_accelerations, terms
@@ -258,7 +259,7 @@ def _rhs(
     return rhs
 
 
-_PROGRAM = functools.partial(jax.jit, static_argnames=("law", "solver"))
+_PROGRAM = functools.partial(jit, static_argnames=("law", "solver"))
 
 
 @_PROGRAM

@@ -29,6 +29,7 @@ from jax import Array
 
 from ._articulated import choose_solver
 from ._batching import chunked, under_vmap
+from ._cache import jit
 from ._charts import has_charts, rechart
 from ._checks import raise_if
 from ._closed_loop import closed_loop
@@ -203,9 +204,9 @@ def _check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Ar
 
 
 _STATIC = ("n_steps", "scheme", "controller", "period", "check", "progress", "solver")
-_run_jit = jax.jit(_run, static_argnames=_STATIC)
+_run_jit = jit(_run, static_argnames=_STATIC)
 # under a `vmap`: many initial states run chunk by chunk on CPU (softrigid._batching)
-_run_jit_batched = jax.jit(chunked(_run), static_argnames=_STATIC)
+_run_jit_batched = jit(chunked(_run), static_argnames=_STATIC)
 
 
 def _positive_number(name: str, value: Any) -> float:

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ._cache import jit
 from ._checks import as_float, raise_if
 from ._entry import trial_evaluations
 from ._model import Robot
@@ -207,7 +208,7 @@ def _levenberg_marquardt(
     return InverseStaticSolution(c.q, c.u, output(c.q), c.err, c.it, c.status)
 
 
-_lm_jit = jax.jit(_levenberg_marquardt, static_argnames=("output", "damping", "tol", "max_iter"))
+_lm_jit = jit(_levenberg_marquardt, static_argnames=("output", "damping", "tol", "max_iter"))
 
 
 def _positive_vector(name: str, value: Any, shape: tuple[int, ...]) -> Array:

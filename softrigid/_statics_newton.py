@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from ._cache import jit
 from ._entry import trial_evaluations
 from ._model import Robot
 from ._statics_residual import jacobian, residual
@@ -223,4 +224,4 @@ def solution(q: Array, u: Array, c: _Carry) -> StaticSolution:
     return StaticSolution(q, u, it, c.norm, status, stable, c.jac, c.history)
 
 
-solve_jit = jax.jit(solve_equilibrium, static_argnames=("tol", "max_iter"))
+solve_jit = jit(solve_equilibrium, static_argnames=("tol", "max_iter"))

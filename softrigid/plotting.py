@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ._cache import jit
 from ._chain import proximal_poses
 from ._entry import check_robot, check_states
 from ._model import Robot
@@ -54,7 +54,7 @@ def backbones(robot: Robot, q: Array, n: int = 16) -> list[Array]:
     return _backbones(robot, q, n)
 
 
-@functools.partial(jax.jit, static_argnames="n")
+@functools.partial(jit, static_argnames="n")
 def _backbones(robot: Robot, q: Array, n: int) -> list[Array]:
     """`backbones`' polylines, compiled once per robot structure and `n` (a figure of many
     snapshots calls it once per snapshot)."""

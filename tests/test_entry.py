@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import softrigid as sr
-from softrigid import _checks, _entry, _fastpath, joints, kinematics, quadrature
+from softrigid import _cache, _checks, _entry, _fastpath, joints, kinematics, quadrature
 
 LENGTH = 0.3
 VOLUME = quadrature.cylinder(0.03, LENGTH, 2, 1, 3)
@@ -373,6 +373,35 @@ def test_fast_compilation_sets_the_flag_before_the_backend_starts():
     np.testing.assert_allclose(fast["qdd"], default["qdd"], rtol=1e-13, atol=1e-13)
     if checked:
         assert "backend has already started" in fast["late"]
+
+
+def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):
+    """softrigid's programs take the elemental emitters where jaxlib is a checked release and
+    `XLA_FLAGS` does not set them itself (then the user's or `fast_compilation`'s choice holds)."""
+    from importlib.metadata import version
+
+    checked = version("jaxlib").startswith("0.10.")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    assert sr.compiler_options() == ({"xla_cpu_use_fusion_emitters": False} if checked else {})
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
+    assert sr.compiler_options() == {}
+
+
+def test_programs_take_their_options_at_the_top_level_only(monkeypatch):
+    """A softrigid program is compiled with `compiler_options()` when called outside any
+    transformation (an option XLA does not know shows that they reach it) and without them
+    inside a user's `jit`, `vmap` or `grad`, where JAX refuses options on a nested program."""
+    monkeypatch.setattr(_cache, "compiler_options", lambda: {"xla_no_such_option": True})
+    double = _cache.jit(lambda x: 2.0 * x**2)
+    x = jnp.array([1.0, -3.0])
+    with pytest.raises(Exception, match="No such compile option"):
+        double(x)
+    with pytest.raises(Exception, match="No such compile option"):
+        double.lower(x).compile()
+    np.testing.assert_array_equal(jax.jit(lambda y: double(y) + 1.0)(x), [3.0, 19.0])
+    np.testing.assert_array_equal(jax.jit(lambda: double(x))(), [2.0, 18.0])
+    np.testing.assert_array_equal(jax.grad(lambda y: double(y).sum())(x), [4.0, -12.0])
+    np.testing.assert_array_equal(jax.vmap(double)(x[:, None]), [[2.0], [18.0]])
 
 
 def test_trial_evaluations_leave_out_the_output_checks(robot):

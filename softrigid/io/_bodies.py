@@ -18,6 +18,7 @@ import numpy as np
 from jax import Array
 
 from .. import meshing
+from .._cache import jit
 from .._chain import links_world_points
 from .._model import Robot
 from .._soft_body import SoftBody
@@ -120,7 +121,7 @@ def body_meshes(robot: Robot, meshes: Any = None) -> tuple[meshio.Mesh | None, .
     return tuple(out)
 
 
-@functools.partial(jax.jit, static_argnames="links")
+@functools.partial(jit, static_argnames="links")
 def _world_batch(
     robot: Robot, qs: Array, points: tuple[Array, ...], links: tuple[int, ...]
 ) -> tuple[Array, ...]:

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .._cache import jit
 from .._checks import as_scalar
 from .._module import is_concrete, module, static
 from ..kinematics._base import trace_user
@@ -186,7 +187,7 @@ class CosseratRod(Material):
             )
 
 
-@jax.jit
+@jit
 def _strain_jacobian(material: CosseratRod, body: SoftBody, x3: Array) -> Array:
     """`∂ξ/∂q` at `q = 0` at the axial coordinates `x3` `(R, 6, n)`."""
     zero = jnp.zeros(body.n_q, x3.dtype)

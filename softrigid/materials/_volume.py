@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .._cache import jit
 from .._module import is_concrete, rounding_tolerance
 from ._gradient import deformation_gradient
 
@@ -46,7 +47,7 @@ def _sample_configurations(body: SoftBody) -> np.ndarray:
     return np.concatenate([np.zeros((1, body.n_q)), qs])
 
 
-@jax.jit
+@jit
 def _jacobian_determinants(body: SoftBody, qs: Array) -> Array:
     """`det F` at the quadrature nodes `(S, K)` for the configurations `qs` `(S, n_q)`."""
     return jax.vmap(lambda q: jnp.linalg.det(deformation_gradient(body, q)))(qs)

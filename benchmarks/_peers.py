@@ -68,9 +68,12 @@ __all__ = [
 
 FD = Callable[[Any, Any, Any], jax.Array]
 GRAVITY = (0.0, 0.0, -9.81)
-# softrigid's functions are jitted the way softrigid compiles its own programs (XLA:CPU's
-# elemental emitters, `sr.compiler_options()`); the peers' with JAX's defaults
-softrigid_jit = functools.partial(jax.jit, compiler_options=sr.compiler_options())
+
+
+def softrigid_jit(fn: Callable[..., Any]) -> Any:
+    """`jax.jit(fn)` compiled the way softrigid compiles its own programs (XLA:CPU's elemental
+    emitters, `sr.compiler_options()`); the peers' functions get JAX's defaults."""
+    return jax.jit(fn, compiler_options=sr.compiler_options())
 
 
 def vmapped(fd: FD) -> FD:

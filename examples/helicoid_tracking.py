@@ -8,8 +8,11 @@ The robot, its tendon routing, the statics of the sampled task, the actuation re
 `y_d(t)`, and the seed's PFBL tracking it from the straight rest configuration, integrated by
 scipy's BDF (`integrators.BDF`, the closed loop's exact Jacobian, `jacobian="autodiff"`;
 progress printed). `--statics-from` reuses an earlier run's equilibria (the statics compile
-for about five minutes). The statics pass close to buckling and so depend on the compressed
-rule, whose nodes depended on OpenBLAS's thread count: the script runs OpenBLAS on one thread
+for about five minutes). While the statics solve, a second thread compiles the closed loop's
+programs (`compile_ahead`, on a stand-in reference of the same structure: the reference's
+values are arguments of those programs), so on two cores the two overlap. The statics pass
+close to buckling and so depend on the compressed rule, whose nodes depended on OpenBLAS's
+thread count: the script runs OpenBLAS on one thread
 (below, and README, Simulation 1), so a run on any number of cores of one machine solves the
 same model (on two cores without it, one sample of 20 stalled for minutes and missed its
 targets by 3.5 mm).
@@ -116,6 +119,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -351,6 +355,50 @@ def _along(robot: sr.Robot, q: jax.Array, qd: jax.Array) -> tuple[jax.Array, ...
     return jax.vmap(one)(q, qd)
 
 
+def closed_loop_law(
+    robot: sr.Robot, eq: Equilibria, t_final: float, blend: float = BLEND
+) -> control.CollocatedPFBL:
+    """The seed's collocated PFBL (K_P = 10 I₉ N, K_D = 1 I₉ N s, on `y = −l(q)`) tracking
+    `y_d(t)` over `[0, t_final]`. With `blend > 0` the tracked reference starts at the straight
+    arm's outputs at rest and merges into `y_d(t)` by `t = blend` (`control.Blend`); with 0 it
+    is `y_d(t)` from the start (an output error of 4.6 cm at `t = 0`)."""
+    ref = reference(eq, t_final)
+    if blend > 0:
+        ref = control.Blend(ref, control.actuation_coordinates(robot, jnp.zeros(robot.n_q)), blend)
+    return control.CollocatedPFBL(robot, KP, KD, ref)
+
+
+def first_call(robot: sr.Robot, law: control.CollocatedPFBL, method: Any, dt: float = DT) -> float:
+    """One output step of the closed loop from rest (what compiles its programs, or loads them
+    from the cache); seconds."""
+    rest = jnp.zeros(robot.n_q)
+    tic = time.perf_counter()
+    sr.simulate(robot, rest, rest, dt, dt, controller=law, method=method)
+    return time.perf_counter() - tic
+
+
+def compile_ahead(
+    robot: sr.Robot, samples: int, t_final: float, method: Any, blend: float = BLEND
+) -> Future[float]:
+    """The closed loop's first call in a second thread, started before the statics: its
+    programs take the reference's values as arguments (the law is a pytree), so a stand-in of
+    the real reference's structure (the straight arm's outputs at every sample) compiles the
+    very programs that `track` then calls, on the second core while the statics solve on the
+    first (the tracing holds Python's lock; compiling, loading and solving do not). The
+    future's result is the thread's seconds (its errors are raised there)."""
+
+    def stand_in_first_call() -> float:
+        times = np.arange(samples) * (2 * np.pi / OMEGA) / samples
+        y_rest = np.asarray(control.actuation_coordinates(robot, jnp.zeros(robot.n_q)))
+        stand_in = Equilibria(times, None, None, np.tile(y_rest, (samples, 1)), None, None)
+        return first_call(robot, closed_loop_law(robot, stand_in, t_final, blend), method)
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-ahead")
+    future = pool.submit(stand_in_first_call)
+    pool.shutdown(wait=False)
+    return future
+
+
 def track(
     robot: sr.Robot,
     eq: Equilibria,
@@ -359,20 +407,12 @@ def track(
     method: Any = METHOD,
     blend: float = BLEND,
 ) -> Tracking:
-    """The seed's collocated PFBL (K_P = 10 I₉ N, K_D = 1 I₉ N s, on `y = −l(q)`) tracking
-    `y_d(t)` from the straight rest configuration over `[0, t_final]`, integrated by `method`
-    (progress printed) and sampled every `dt`. With `blend > 0` the tracked reference starts
-    at the straight arm's outputs at rest and merges into `y_d(t)` by `t = blend`
-    (`control.Blend`); with 0 it is `y_d(t)` from the start (an output error of 4.6 cm at
-    `t = 0`)."""
+    """The closed loop of `closed_loop_law` from the straight rest configuration over
+    `[0, t_final]`, integrated by `method` (progress printed) and sampled every `dt`."""
+    law = closed_loop_law(robot, eq, t_final, blend)
+    ref = law.reference
+    first_call_s = first_call(robot, law, method, dt)
     rest = jnp.zeros(robot.n_q)
-    ref = reference(eq, t_final)
-    if blend > 0:
-        ref = control.Blend(ref, control.actuation_coordinates(robot, rest), blend)
-    law = control.CollocatedPFBL(robot, KP, KD, ref)
-    tic = time.perf_counter()
-    sr.simulate(robot, rest, rest, dt, dt, controller=law, method=method)
-    first_call_s = time.perf_counter() - tic
     tic = time.perf_counter()
     traj = sr.simulate(robot, rest, rest, t_final, dt, controller=law, method=method, progress=True)
     run_s = time.perf_counter() - tic
@@ -448,9 +488,14 @@ def run(
     robot = build(degree)
     build_s = time.perf_counter() - start
     print(f"helicoid robot: n_q = {robot.n_q}, n_u = {robot.n_u}, built in {build_s:.1f} s")
+    # the closed loop compiles on the second core while the statics solve (compile_ahead)
+    ahead = None
+    if t_final > 0 and not statics_from:
+        ahead = compile_ahead(robot, samples, t_final, method, blend)
     tic = time.perf_counter()
     eq = Equilibria(**np.load(statics_from)) if statics_from else equilibria(robot, samples)
     statics_s = time.perf_counter() - tic
+    ahead_s = ahead.result() if ahead is not None else None
     period = 2 * np.pi / OMEGA
     ref = reference(eq, period)
     names = []
@@ -488,6 +533,7 @@ def run(
         errors = task_errors(run)
         summary.update(
             sim_s=float(run.t[-1]),
+            compile_ahead_s=ahead_s,
             first_call_s=run.first_call_s,
             closed_loop_s=run.run_s,
             real_time_factor=float(run.t[-1]) / run.run_s,

@@ -50,8 +50,9 @@ def compiler_options() -> dict[str, Any]:
     Pass them to a `jax.jit` of your own around softrigid's functions to compile it the same
     way: `jax.jit(f, compiler_options=sr.compiler_options())`. Empty where `XLA_FLAGS` already
     sets the emitters (`fast_compilation`, or the user's choice, which is then kept) and on a
-    jaxlib release not checked to have the option (XLA rejects an option it does not know).
-    The option is read by XLA:CPU only; other backends ignore it.
+    jaxlib release not checked to have the option (XLA rejects an option it does not know),
+    and where JAX's default backend is not the CPU (the option is XLA:CPU's). Reading the
+    backend starts it: call `fast_compilation` first if you use it.
 
     Example:
         >>> import jax, softrigid as sr
@@ -59,12 +60,12 @@ def compiler_options() -> dict[str, Any]:
     """
     if _FAST_OPTION in os.environ.get("XLA_FLAGS", "") or not _checked_release():
         return {}
-    return {_FAST_OPTION: False}
+    return {_FAST_OPTION: False} if jax.default_backend() == "cpu" else {}
 
 
 def jit(fun: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
-    """`jax.jit(fun, **kwargs)` compiled with `compiler_options()` (read here) where it is called
-    outside any JAX transformation; as `@jit` or `functools.partial(jit, static_argnames=...)`."""
+    """`jax.jit(fun, **kwargs)` compiled with `compiler_options()` where it is called outside any
+    JAX transformation; as `@jit` or `functools.partial(jit, static_argnames=...)`."""
     if fun is None:
         return functools.partial(jit, **kwargs)
     return _Program(fun, kwargs)
@@ -73,21 +74,34 @@ def jit(fun: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
 class _Program:
     """Two `jax.jit`s of one function: with `compiler_options()` for a call outside any
     transformation, without them inside one (a user's `jit`, `vmap` or `grad` around a public
-    function), since JAX refuses options on a program staged into another. Attributes
-    (`lower`, `trace`, …) are the first's."""
+    function), since JAX refuses options on a program staged into another. The options are
+    read at the first top-level call or attribute (`lower`, `trace`, …, the first's), not at
+    import: reading them starts JAX's backend."""
 
-    __slots__ = ("__weakref__", "_nested", "_top")
+    __slots__ = ("__weakref__", "_fun", "_kwargs", "_plain", "_top")
 
     def __init__(self, fun: Callable[..., Any], kwargs: dict[str, Any]) -> None:
-        options = compiler_options()
-        self._top = jax.jit(fun, compiler_options=options, **kwargs)
-        self._nested = jax.jit(fun, **kwargs) if options else self._top
+        self._fun, self._kwargs = fun, kwargs
+        self._plain = jax.jit(fun, **kwargs)
+        self._top: Any = None
+
+    def _top_level(self) -> Any:
+        if self._top is None:
+            options = compiler_options()
+            self._top = (
+                jax.jit(self._fun, compiler_options=options, **self._kwargs)
+                if options
+                else self._plain
+            )
+        return self._top
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return (self._top if jax_core.trace_state_clean() else self._nested)(*args, **kwargs)
+        if jax_core.trace_state_clean():
+            return self._top_level()(*args, **kwargs)
+        return self._plain(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._top, name)
+        return getattr(self._top_level(), name)
 
 
 def fast_compilation() -> bool:
@@ -96,7 +110,9 @@ def fast_compilation() -> bool:
     programs (jaxlib 0.10, one core) compilation takes 2–2.7× less time (the 20-body planar
     CC chain's inverse dynamics 6.3 → 2.3 s; the helicoid robot's 108 → 48 s) and the programs
     run as fast or faster (the helicoid's inverse dynamics 9.6 → 5.8 ms; results equal to
-    rounding). It affects every JAX program of the process, softrigid's or not.
+    rounding). It affects every JAX program of the process, softrigid's or not: softrigid's own
+    programs take these emitters anyway (`compiler_options`), so it matters for programs of
+    yours, such as a `jax.jit` around softrigid's functions.
 
     Call it before JAX starts its backend: before the first array or computation (importing
     softrigid starts none). XLA aborts the process on a flag it does not know: on a jaxlib

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -33,8 +34,17 @@ __all__ = [
     "traced_check",
 ]
 
-# The open `flagging` scopes: (the trace whose checks become flags, the flags recorded).
-_FLAGGING: list[tuple[Any, list[Array]]] = []
+# The open `flagging` scopes of each thread (two threads may trace programs at once):
+# (the trace whose checks become flags, the flags recorded).
+_LOCAL = threading.local()
+
+
+def _scopes() -> list[tuple[Any, list[Array]]]:
+    """This thread's open `flagging` scopes."""
+    scopes = getattr(_LOCAL, "flagging", None)
+    if scopes is None:
+        scopes = _LOCAL.flagging = []
+    return scopes
 
 
 @contextlib.contextmanager
@@ -45,11 +55,12 @@ def flagging(anchor: Any) -> Iterator[list[Array]]:
     inside a nested transformation (`jacfwd`, a `scan` body) keep raising: their flags cannot
     leave it. Outside a trace (`anchor` concrete) nothing changes."""
     flags: list[Array] = []
-    _FLAGGING.append((getattr(anchor, "_trace", None), flags))
+    scopes = _scopes()
+    scopes.append((getattr(anchor, "_trace", None), flags))
     try:
         yield flags
     finally:
-        _FLAGGING.pop()
+        scopes.pop()
 
 
 def none_fired(faults: Sequence[Array]) -> Array:
@@ -64,8 +75,9 @@ def raise_if(
     raise `messages[index]` (`softrigid._fault.fault_if`; `index` may be a function of `value`,
     evaluated only then). Inside `flagging` on `bad`'s own trace the flag `bad` is recorded
     instead."""
-    if _FLAGGING:
-        trace, flags = _FLAGGING[-1]
+    scopes = _scopes()
+    if scopes:
+        trace, flags = scopes[-1]
         if trace is not None and getattr(bad, "_trace", None) is trace:
             flags.append(jnp.any(bad))
             return value

@@ -4,6 +4,7 @@ cached, the checked path's results and errors, and the checked path under transf
 import gc
 import os
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import jax.numpy as jnp
@@ -265,6 +266,32 @@ def test_checks_inside_flagging_become_flags_on_their_own_trace_only():
         jax.block_until_ready(jax.jit(program)(jnp.array([1.0, -6.0])))
 
 
+def test_flagging_scopes_are_per_thread():
+    """A `flagging` scope open in one thread (an eager call tracing its program) is not seen by
+    another tracing at the same time: there a check records no flag of the first's and raises
+    as it should (two threads may trace, as `examples/helicoid_tracking.py` does)."""
+    msg = ("x is negative",)
+
+    def other_thread():
+        check = jax.jit(lambda x: _checks.raise_if(x, jnp.any(x < 0), 0, msg))
+        with pytest.raises(Exception, match="x is negative"):
+            jax.block_until_ready(check(jnp.array([-1.0])))
+        return list(_checks._scopes())
+
+    seen = {}
+
+    def program(x):
+        with _checks.flagging(x) as flags:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                seen["other"] = pool.submit(other_thread).result()
+            y = _checks.raise_if(x, jnp.any(x < 0), 0, msg)
+            seen["flags"] = len(flags)
+        return y
+
+    jax.jit(program)(jnp.array([1.0]))
+    assert seen == {"other": [], "flags": 1}
+
+
 def test_fast_programs_have_no_host_callback():
     """The shared programs (a robot's first calls) carry their checks as a flag: no host
     callback, so JAX's persistent compilation cache stores them (`enable_compilation_cache`)."""
@@ -376,14 +403,18 @@ def test_fast_compilation_sets_the_flag_before_the_backend_starts():
 
 
 def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):
-    """softrigid's programs take the elemental emitters where jaxlib is a checked release and
-    `XLA_FLAGS` does not set them itself (then the user's or `fast_compilation`'s choice holds)."""
+    """softrigid's programs take the elemental emitters where jaxlib is a checked release, the
+    backend is the CPU and `XLA_FLAGS` does not set them itself (then the user's or
+    `fast_compilation`'s choice holds)."""
     from importlib.metadata import version
 
     checked = version("jaxlib").startswith("0.10.")
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
     assert sr.compiler_options() == ({"xla_cpu_use_fusion_emitters": False} if checked else {})
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
+    assert sr.compiler_options() == {}
+    monkeypatch.setenv("XLA_FLAGS", "")
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # the option is XLA:CPU's
     assert sr.compiler_options() == {}
 
 

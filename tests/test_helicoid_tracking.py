@@ -89,7 +89,7 @@ def test_closed_loop_obeys_the_pfbl_error_ode(example, tmp_path):
     # makes the output error obey ë + K_D ė + K_P e = 0, whatever the zero dynamics do
     import jax.numpy as jnp
 
-    from softrigid import control
+    from softrigid import _radau, control
     from softrigid.integrators import BDF
 
     robot = example.build(degree=2)
@@ -111,6 +111,13 @@ def test_closed_loop_obeys_the_pfbl_error_ode(example, tmp_path):
     # differences, not the closed loop's autodiff Jacobian (its program compiles for minutes);
     # they serve on this gentle reference
     differences = BDF(rtol=1e-4, atol=1e-6, jacobian="finite_differences")
+    # the closed loop compiled ahead on a stand-in reference of the same structure (as the
+    # example does while its statics solve) is the program the run then calls: none is added
+    programs = (_radau._radau_rhs, _radau._radau_jacobian, _radau._closed_loop_jacobian)
+    before = [p._cache_size() for p in programs]
+    assert example.compile_ahead(robot, len(times), 0.04, differences, blend=0.0).result() > 0
+    ahead = [p._cache_size() for p in programs]
+    assert ahead[0] == before[0] + 1
     # no blend: the reference from the first instant, so the error starts at 2 mm
     summary = example.run(
         out,
@@ -136,6 +143,7 @@ def test_closed_loop_obeys_the_pfbl_error_ode(example, tmp_path):
     for name in ("statics.png", "coordinates.png", "outputs.png", "snapshots.png"):
         assert (out / name).stat().st_size > 10_000
     assert (out / "tracking.pvd").exists() and (out / "equilibria.pvd").exists()
+    assert [p._cache_size() for p in programs] == ahead
 
 
 @pytest.mark.slow

@@ -119,6 +119,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -393,8 +394,14 @@ def compile_ahead(
         stand_in = Equilibria(times, None, None, np.tile(y_rest, (samples, 1)), None, None)
         return first_call(robot, closed_loop_law(robot, stand_in, t_final, blend), method)
 
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-ahead")
-    future = pool.submit(stand_in_first_call)
+    return in_thread(stand_in_first_call)
+
+
+def in_thread(fn: Callable[[], Any]) -> Future[Any]:
+    """`fn()` started in a thread of its own; the future gives its result (or raises its
+    error)."""
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(fn)
     pool.shutdown(wait=False)
     return future
 
@@ -497,16 +504,23 @@ def run(
     statics_s = time.perf_counter() - tic
     ahead_s = ahead.result() if ahead is not None else None
     period = 2 * np.pi / OMEGA
-    ref = reference(eq, period)
-    names = []
     if figures:
         sys.path.insert(0, str(Path(__file__).resolve().parent))  # its figures, beside it
         import helicoid_figures as figs
 
-        y_d = lambda s: np.asarray(ref(s)[0])  # noqa: E731
-        names.append(figs.statics(robot, eq, y_d, tip_targets, period, out).name)
-    folded_eq = write_frames(robot, out / "equilibria.pvd", eq.times, eq.q)
-    np.savez(out / "equilibria.npz", **eq._asdict())
+    def write_statics() -> tuple[list[str], dict[str, int]]:
+        """The statics' figure, ParaView series and `equilibria.npz`."""
+        names = []
+        if figures:
+            ref = reference(eq, period)
+            y_d = lambda s: np.asarray(ref(s)[0])  # noqa: E731
+            names.append(figs.statics(robot, eq, y_d, tip_targets, period, out).name)
+        folded = write_frames(robot, out / "equilibria.pvd", eq.times, eq.q)
+        np.savez(out / "equilibria.npz", **eq._asdict())
+        return names, folded
+
+    # written in a second thread while the closed loop runs (it waits on XLA, not on Python)
+    statics_written = in_thread(write_statics)
     summary: dict[str, Any] = {
         "samples": len(eq.times),
         "nodes_per_body": int(robot.links[0].body.volume.n_points),
@@ -518,18 +532,22 @@ def run(
         "statics_negative_tensions": {
             f"u{i + 1}": float(eq.u[:, i].min()) for i in range(9) if (eq.u[:, i] < 0).any()
         },
-        "statics_samples_with_folded_mesh_vertices": folded_eq,
     }
     print(
         f"statics of {len(eq.times)} samples in {statics_s:.1f} s; tips on the targets to "
         f"{summary['statics_tip_error_max_m']:.1e} m; tensions {eq.u.min():.3g} … "
         f"{eq.u.max():.3g} N, negative (a push): {summary['statics_negative_tensions'] or 'none'}"
     )
-    if t_final > 0:
-        run = track(robot, eq, t_final, method=method, blend=blend)
+    run = track(robot, eq, t_final, method=method, blend=blend) if t_final > 0 else None
+    names, folded_eq = statics_written.result()
+    summary["statics_samples_with_folded_mesh_vertices"] = folded_eq
+    if run is not None:
         frames = np.arange(0, len(run.t), max(1, round(FRAME_DT / DT)))
-        folded = write_frames(robot, out / "tracking.pvd", run.t[frames], run.q[frames])
         np.savez(out / "tracking.npz", **run._asdict())
+        # the ParaView series in a second thread while the figures are drawn
+        folded = in_thread(
+            lambda: write_frames(robot, out / "tracking.pvd", run.t[frames], run.q[frames])
+        )
         errors = task_errors(run)
         summary.update(
             sim_s=float(run.t[-1]),
@@ -539,7 +557,6 @@ def run(
             real_time_factor=float(run.t[-1]) / run.run_s,
             method=repr(method),
             blend_s=blend,
-            frames_with_folded_mesh_vertices=folded,
             **errors,
         )
         if figures:
@@ -550,6 +567,7 @@ def run(
             names.append(
                 figs.snapshots(robot, run.t, run.q, run.tips, tip_targets, period, shots, out).name
             )
+        summary["frames_with_folded_mesh_vertices"] = folded.result()
         print(
             f"closed loop: {run.t[-1]:.3g} s simulated in {run.run_s:.1f} s (first call "
             f"{run.first_call_s:.1f} s); output error {errors['output_error_initial_m']:.2e} → "

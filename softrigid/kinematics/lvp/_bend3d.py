@@ -263,6 +263,11 @@ class Bend3D(ComponentPrimitive):
         return "ν3 > 0 and u = (2/3)(κ̃1 x2 − κ̃2 x1)/ν3^{3/2} > −2/√27"
 
 
+def _series(z: Array, span: Array, coefficients: Array) -> Array:
+    """`Σ_k c_k T_k(2z/Z − 1)` `(3,)` for coefficients `c` `(count, 3)` (linear in `c`)."""
+    return chebyshev_basis(2.0 * z / span - 1.0, coefficients.shape[0]) @ coefficients
+
+
 @jax.custom_jvp
 def _series_position(bend: Bend3D, z: Array, q: Array, coefficients: Array, span: Array) -> Array:
     """`r(z) = Σ_k b_k T_k(2z/Z − 1)` `(3,)`, the per-body backbone series of `Bend3D.prepare`.
@@ -275,7 +280,7 @@ def _series_position(bend: Bend3D, z: Array, q: Array, coefficients: Array, span
     the `q`-derivatives sum it once per tangent.
     """
     del q
-    return chebyshev_basis(2.0 * z / span - 1.0, coefficients.shape[0]) @ coefficients
+    return _series(z, span, coefficients)
 
 
 @functools.partial(_series_position.defjvp, symbolic_zeros=True)
@@ -292,5 +297,5 @@ def _series_position_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]
     if not isinstance(dz, SymbolicZero):
         dr.append(bend._tangent(z, q) * dz)
     if not isinstance(dc, SymbolicZero):
-        dr.append(chebyshev_basis(2.0 * z / span - 1.0, coefficients.shape[0]) @ dc)
+        dr.append(_series(z, span, dc))
     return r, sum(dr[1:], dr[0]) if dr else jnp.zeros_like(r)

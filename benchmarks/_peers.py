@@ -76,12 +76,11 @@ def softrigid_jit(fn: Callable[..., Any]) -> Any:
     return jax.jit(fn, compiler_options=sr.compiler_options())
 
 
-def vmapped(fd: FD) -> FD:
-    """`jax.jit(jax.vmap(f))` of the function `f` that `fd` (a `jax.jit` of ours) compiles, with
-    the same compiler options (`softrigid_jit` for softrigid's, JAX's defaults for a peer's)."""
-    inner = fd.__wrapped__
-    ours = getattr(inner, "__module__", "") == __name__ and "softrigid" in inner.__qualname__
-    return (softrigid_jit if ours else jax.jit)(jax.vmap(inner))
+def vmapped(fd: FD, softrigid: bool = True) -> FD:
+    """`jax.jit(jax.vmap(f))` of the function `f` that `fd` (a `jax.jit` of this module)
+    compiles, with softrigid's compiler options for one of softrigid's (`softrigid_jit`) and
+    JAX's defaults for a peer's."""
+    return (softrigid_jit if softrigid else jax.jit)(jax.vmap(fd.__wrapped__))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -232,7 +232,7 @@ def measure(name: str, batches: tuple[int, ...], quick: bool) -> dict[str, Any]:
         vmapped = {
             code: None
             if fds[code] is None
-            else functools.partial(_peers.vmapped(fds[code]), *states)
+            else functools.partial(_peers.vmapped(fds[code], code == "softrigid"), *states)
             for code in ("softrigid", "soromox")
             if code in fds
         }

@@ -18,18 +18,19 @@ def value_and_jacfwd(
     """`(fn(q), ∂fn/∂q)` for a pytree-valued `fn`, one forward pass per coordinate
     (vectorized); the tangent dimension last, or first with `tangent_axis=0` (the layout the
     vectorized passes produce, cheaper to consume for per-node arrays)."""
-    value = fn(q)
     n = q.shape[0]
     if n == 0:
+        value = fn(q)
         return value, jax.tree_util.tree_map(
             lambda v: jnp.zeros((0, *v.shape) if tangent_axis == 0 else (*v.shape, 0), v.dtype),
             value,
         )
 
-    def push(v: Array) -> Any:
-        return jax.jvp(fn, (q,), (v,))[1]
+    def push(v: Array) -> tuple[Any, Any]:
+        return jax.jvp(fn, (q,), (v,))
 
-    return value, jax.vmap(push, out_axes=tangent_axis)(jnp.eye(n, dtype=q.dtype))
+    # the primal does not depend on the tangent: traced once, unbatched
+    return jax.vmap(push, out_axes=(None, tangent_axis))(jnp.eye(n, dtype=q.dtype))
 
 
 def second_directional(fn: Callable[[Array], Any], q: Array, qd: Array) -> Any:

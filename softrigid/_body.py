@@ -160,6 +160,12 @@ class Body(abc.ABC):
         """`∂s_B/∂q̇_B` `(n_q, n_q)` (default: forward mode of `internal_force` in `q̇_B`)."""
         return jax.jacfwd(lambda y: self.internal_force(q, y))(qd)
 
+    def internal_force_derivatives(self, q: Array, qd: Array) -> tuple[Array, Array, Array]:
+        """`(s_B, ∂s_B/∂q_B, ∂s_B/∂q̇_B)` (default: forward mode of `internal_force` in `q_B`,
+        and `damping_matrix`)."""
+        s, d_q = value_and_jacfwd(lambda x: self.internal_force(x, qd), q)
+        return s, d_q, self.damping_matrix(q, qd)
+
 
 def _inertia(m: MassMoments) -> Array:
     # I_O = tr(P) 1 − P

@@ -35,7 +35,7 @@ from . import _recursion as rec
 from ._ad import value_and_jacfwd
 from ._body import MassMoments, VelocityMoments
 from ._dynamics import DynamicsTerms, _mass, actuation
-from ._energy import link_damping_matrix, link_internal_force
+from ._energy import link_internal_derivatives
 from ._entry import algorithm
 from ._loads import external_loads
 from ._model import Link, Robot
@@ -90,28 +90,22 @@ class _Rates(NamedTuple):
     internal: Array
 
 
-def _rates(link: Link, q: Array, qd: Array, rot: Array, trans: Array, data: Any) -> _Rates:
-    a_bias, dw_bias, body = rec.link_bias(link, q, qd, rot, trans, data)
-    return _Rates(a_bias, dw_bias, body, link_internal_force(link, q, qd))
-
-
 def _link_terms(link: Link, q: Array, qd: Array) -> tuple:
     """Values and local derivatives of a link's terms: `(P, ∂P/∂q_i, V, ∂V/∂q_i, ∂V/∂q̇_i)`."""
 
-    def at(x: Array) -> tuple[_Position, _Rates, Any]:
+    def at(x: Array) -> tuple[_Position, tuple, Any]:
         rot, trans, jac_t, jac_w, moments, data = rec.link_position(link, x)
-        return (
-            _Position(rot, trans, jac_t, jac_w, moments),
-            _rates(link, x, qd, rot, trans, data),
-            data,
-        )
+        bias = rec.link_bias(link, x, qd, rot, trans, data)
+        return _Position(rot, trans, jac_t, jac_w, moments), bias, data
 
     # the body data's own tangents are unused (and dropped by the compiler)
-    (pos, rates, data), (d_pos, d_rates, _) = value_and_jacfwd(at, q)
-    d_bias_qd = value_and_jacfwd(lambda y: rec.link_bias(link, q, y, pos.rot, pos.trans, data), qd)
-    # ∂s_i/∂q̇_i: the damping matrix (the bodies' own form, e.g. Kelvin–Voigt's contraction)
-    d_rates_qd = _Rates(*d_bias_qd[1], link_damping_matrix(link, q, qd))
-    return pos, d_pos, rates, d_rates, d_rates_qd
+    (pos, bias, data), (d_pos, d_bias, _) = value_and_jacfwd(at, q)
+    _, d_bias_qd = value_and_jacfwd(
+        lambda y: rec.link_bias(link, q, y, pos.rot, pos.trans, data), qd
+    )
+    # s_i and its derivatives (∂s_i/∂q̇_i: the damping matrix) in the material's own form
+    s, d_s, d_s_qd = link_internal_derivatives(link, q, qd)
+    return pos, d_pos, _Rates(*bias, s), _Rates(*d_bias, d_s), _Rates(*d_bias_qd, d_s_qd)
 
 
 def _expand(value: Any, jac: Any, d: Array) -> Any:

@@ -30,9 +30,9 @@ __all__ = [
     "gravity_energy",
     "internal_force",
     "kinetic_energy",
-    "link_damping_matrix",
     "link_dissipation",
     "link_energy",
+    "link_internal_derivatives",
     "link_internal_force",
     "link_stiffness",
     "potential_energy",
@@ -61,13 +61,18 @@ def link_internal_force(link: Link, q: Array, qd: Array) -> Array:
     return jnp.concatenate([joint, link.body.internal_force(q[nj:], qd[nj:])])
 
 
-def link_damping_matrix(link: Link, q: Array, qd: Array) -> Array:
-    """`∂s_i/∂q̇_i` `(n_i, n_i)`: the joint damper's `∂²R_J/∂q̇_J²` and the body's
-    `Body.damping_matrix`, block-diagonal (neither depends on the other's rates)."""
+def link_internal_derivatives(link: Link, q: Array, qd: Array) -> tuple[Array, Array, Array]:
+    """`(s_i, ∂s_i/∂q_i, ∂s_i/∂q̇_i)`: the joint's `(∇U_J + ∇R_J, ∇²U_J, ∇²R_J)` and the
+    body's `Body.internal_force_derivatives`, block-diagonal (neither depends on the other's
+    coordinates)."""
     nj = link.joint.n_q
-    joint = jax.hessian(link.joint.dissipation)(qd[:nj]).reshape(nj, nj)
-    body = link.body.damping_matrix(q[nj:], qd[nj:])
-    return jax.scipy.linalg.block_diag(joint, body)
+    qj, qdj = q[:nj], qd[:nj]
+    joint = jax.grad(link.joint.energy)(qj) + jax.grad(link.joint.dissipation)(qdj)
+    stiff = jax.hessian(link.joint.energy)(qj).reshape(nj, nj)
+    damp = jax.hessian(link.joint.dissipation)(qdj).reshape(nj, nj)
+    s, d_q, d_qd = link.body.internal_force_derivatives(q[nj:], qd[nj:])
+    block = jax.scipy.linalg.block_diag
+    return jnp.concatenate([joint, s]), block(stiff, d_q), block(damp, d_qd)
 
 
 def _sum(parts: list[Array], dtype: jnp.dtype) -> Array:

@@ -356,6 +356,12 @@ class SoftBody(Body):
             return jnp.zeros((q.shape[0], q.shape[0]), q.dtype)
         return self.material.damping_matrix(self, q, qd)
 
+    def internal_force_derivatives(self, q: Array, qd: Array) -> tuple[Array, Array, Array]:
+        """`(s_B, ∂s_B/∂q_B, ∂s_B/∂q̇_B)` of the body's material (zeros without one)."""
+        if self.material is None:
+            return super().internal_force_derivatives(q, qd)
+        return self.material.internal_force_derivatives(self, q, qd)
+
 
 def _check_length(kin: Kinematics, volume: QuadratureRule) -> None:
     """A family's length `L` must be the volume's (the `x3` of its distal pivot)."""

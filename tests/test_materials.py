@@ -346,8 +346,7 @@ def test_damping_matrix_is_the_dissipations_hessian(make):
 @pytest.mark.parametrize("make", SOLIDS.values(), ids=SOLIDS.keys())
 def test_solid_internal_force_is_the_gradient_of_energy_and_dissipation(make):
     """A solid's `internal_force` (one linearization of F(q), pulled back once) equals reverse
-    mode of `U` and `R` (the `Material` default), and so do its derivatives in q and q̇ (what
-    `inverse_dynamics_derivatives` takes of it; checked on one law)."""
+    mode of `U` and `R` (the `Material` default)."""
     body = make()
     mat = body.material
     rng = np.random.default_rng(11)
@@ -363,11 +362,27 @@ def test_solid_internal_force_is_the_gradient_of_energy_and_dissipation(make):
 
     s = jax.jit(shared)(q, qd)
     np.testing.assert_allclose(s, reverse(q, qd), rtol=1e-12, atol=1e-13 * np.abs(s).max())
-    if not isinstance(mat, SaintVenantKirchhoff):
-        return  # the derivatives go through the same code for every solid: one law suffices
-    d_shared = jax.jit(jax.jacfwd(shared, argnums=(0, 1)))(q, qd)
-    d_reverse = jax.jacfwd(reverse, argnums=(0, 1))(q, qd)
-    for a, b in zip(d_shared, d_reverse):
+
+
+@pytest.mark.parametrize("name", ["svk", "rod"])
+def test_internal_force_derivatives_match_reverse_mode(name):
+    """`Body.internal_force_derivatives` — the solids' forward-only contraction (the same code
+    for every solid: one law suffices), the rod's `Material` default — equals reverse mode of
+    `U` and `R` and its forward-mode Jacobians in `q` and `q̇` (what
+    `inverse_dynamics_derivatives` takes of the material)."""
+    body = DAMPED[name]()
+    mat = body.material
+    rng = np.random.default_rng(12)
+    q, qd = (jnp.asarray(0.2 * rng.normal(size=body.n_q)) for _ in range(2))
+
+    def reverse(x, xd):
+        return jax.grad(mat.energy, argnums=1)(body, x) + jax.grad(mat.dissipation, argnums=2)(
+            body, x, xd
+        )
+
+    got = jax.jit(body.internal_force_derivatives)(q, qd)
+    expected = (reverse(q, qd), *jax.jacfwd(reverse, argnums=(0, 1))(q, qd))
+    for a, b in zip(got, expected):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12 * np.abs(b).max())
 
 

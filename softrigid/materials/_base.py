@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from .._ad import value_and_jacfwd
 from .._checks import as_scalar
 
 if TYPE_CHECKING:
@@ -44,6 +45,15 @@ class Material(abc.ABC):
         """`∂s_B/∂q̇_B = ∂²R/∂q̇_B²` `(n_q, n_q)` (default: forward mode of `internal_force`
         in `q̇_B`; independent of `q̇_B` for a dissipation quadratic in it)."""
         return jax.jacfwd(lambda y: self.internal_force(body, q, y))(qd)
+
+    def internal_force_derivatives(
+        self, body: SoftBody, q: Array, qd: Array
+    ) -> tuple[Array, Array, Array]:
+        """`(s_B, ∂s_B/∂q_B, ∂s_B/∂q̇_B)` (`(n_q,)`, then two `(n_q, n_q)`), what the
+        dynamics' derivatives need of the material (default: forward mode of `internal_force`
+        in `q_B`, and `damping_matrix`)."""
+        s, d_q = value_and_jacfwd(lambda x: self.internal_force(body, x, qd), q)
+        return s, d_q, self.damping_matrix(body, q, qd)
 
     def validate(self, body: SoftBody) -> None:  # noqa: B027 - optional hook, no-op by default
         """Called when a `SoftBody` is built with this material; raise on an invalid pairing."""

@@ -72,11 +72,11 @@ over threads, so the rule changed with the number of cores (measured 2026-11-27:
 and two kept different nodes). This script therefore runs OpenBLAS on one thread
 (`OPENBLAS_NUM_THREADS=1`, set before NumPy loads unless you set it): the rule, the statics
 and the run are then the same on any number of cores of one machine. Another CPU rounds
-differently, and degree 6 was not accurate enough for these statics: on 2026-11-28's host
-its one-thread rule stalled from t = 3 s as well (237 steps at the 13th sample, the 14th
-missed by 3.8 mm), with u1 = −15.7 N at t = 2.75 s where rules of degree 8 and 10 (165 and
-286 nodes) both give −9.1 N and agree on every tension to 0.6 N; both solved all 20 samples
-in 3–6 steps. `DEGREE` is therefore 8.
+differently, and degree 6 was not accurate enough for these statics: on the host of
+2026-11-28 (session 47) its one-thread rule stalled from t = 3 s as well (237 steps at the
+13th sample, the 14th missed by 3.8 mm), with u1 = −15.7 N at t = 2.75 s where rules of
+degree 8 and 10 (165 and 286 nodes) both give −9.1 N and agree on every tension to 0.6 N;
+both solved all 20 samples in 3–6 steps. `DEGREE` is therefore 8.
 
 The start (our choice; the seed does not say how it meets `y_d(0)`, which is 4.6 cm of
 tendon away from the straight arm). Tracked from the first instant, the output error rings

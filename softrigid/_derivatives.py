@@ -34,6 +34,7 @@ from jax import Array
 from . import _recursion as rec
 from ._ad import value_and_jacfwd
 from ._body import MassMoments, VelocityMoments
+from ._cache import jit
 from ._dynamics import DynamicsTerms, _mass, actuation
 from ._energy import link_internal_derivatives
 from ._entry import algorithm
@@ -108,6 +109,11 @@ def _link_terms(link: Link, q: Array, qd: Array) -> tuple:
     return pos, d_pos, _Rates(*bias, s), _Rates(*d_bias, d_s), _Rates(*d_bias_qd, d_s_qd)
 
 
+# staged on its own, so that JAX traces a link's terms once per process and link structure:
+# the statics' Newton Jacobian and the closed loop's linearization reuse the same jaxpr
+_link_terms_staged = jit(_link_terms)
+
+
 def _expand(value: Any, jac: Any, d: Array) -> Any:
     """`X + ∂X/∂x · d` per link of a group (leading axis `size`, tangent axis last)."""
     return jax.tree_util.tree_map(
@@ -141,7 +147,7 @@ def _linearize(
     `∂/∂(q, q̇)` (tangent axis last, `2 n_q`) of each of `rows`: `"bias"`, `ν(q, q̇, 0)`;
     `"input"`, `A(q) u`; `"mass"`, `M(q)`; `"actuation"`, `A(q)`; `"poses"`, the world poses of
     the distal frames."""
-    terms = rec.map_groups(robot, _link_terms, rec.coords(q), rec.coords(qd))
+    terms = rec.map_groups(robot, _link_terms_staged, rec.coords(q), rec.coords(qd))
     grav = -robot.gravity.astype(q.dtype)
     n = robot.n_q
 

@@ -366,10 +366,10 @@ def test_solid_internal_force_is_the_gradient_of_energy_and_dissipation(make):
 
 @pytest.mark.parametrize("name", ["svk", "rod"])
 def test_internal_force_derivatives_match_reverse_mode(name):
-    """`Body.internal_force_derivatives` — the solids' forward-only contraction (the same code
-    for every solid: one law suffices), the rod's `Material` default — equals reverse mode of
-    `U` and `R` and its forward-mode Jacobians in `q` and `q̇` (what
-    `inverse_dynamics_derivatives` takes of the material)."""
+    """`Body.internal_force_derivatives` (a solid's and a rod's: the `Material` default over
+    each one's `internal_force` and `damping_matrix`) equals reverse mode of `U` and `R` and
+    its forward-mode Jacobians in `q` and `q̇` (what `inverse_dynamics_derivatives` takes of
+    the material)."""
     body = DAMPED[name]()
     mat = body.material
     rng = np.random.default_rng(12)

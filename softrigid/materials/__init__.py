@@ -5,10 +5,10 @@ A material is passed to `SoftBody(..., material=...)`. The engine adds `s = ∂U
 `ν = M q̈ + c + g + s` (`forces.md`). Internal stresses have zero resultant on the body, so they
 never enter the recursion. The dynamics' derivatives (`inverse_dynamics_derivatives`, the
 implicit integrators) take `(s, ∂s/∂q, ∂s/∂q̇)` from `Material.internal_force_derivatives`:
-forward mode of `internal_force` in `q` and `Material.damping_matrix` (forward mode in `q̇`)
-by default; the solids contract `s_j = Σ_k w_k (P_k + η F_k S_k) : ∂F_k/∂q_j` in forward mode
-only and take the Kelvin–Voigt form `η Σ_k w_k B_kᵀ ℂ₀ B_k`, `B_k[:, j] = sym(F_kᵀ ∂F_k/∂q_j)`,
-from the same `∂F/∂q`; a law of your own may override either with a closed form.
+forward mode of `internal_force` in `q` and `Material.damping_matrix`, which is forward mode
+of `internal_force` in `q̇` by default, for the solids the Kelvin–Voigt form
+`η Σ_k w_k B_kᵀ ℂ₀ B_k` with `B_k[:, j] = sym(F_kᵀ ∂F_k/∂q_j)`; a law of your own may
+override either with a closed form.
 
 Solids (`IncompressibleNeoHookean`, `CompressibleNeoHookean`, `SaintVenantKirchhoff`,
 `StrainEnergy`) integrate a strain-energy density over the body's quadrature rule,

@@ -20,12 +20,7 @@ from .._ad import value_and_jacfwd
 if TYPE_CHECKING:
     from .._soft_body import SoftBody
 
-__all__ = [
-    "deformation_gradient",
-    "green_rate",
-    "kelvin_voigt_damping_matrix",
-    "kelvin_voigt_matrix",
-]
+__all__ = ["deformation_gradient", "green_rate", "kelvin_voigt_damping_matrix"]
 
 
 def deformation_gradient(body: SoftBody, q: Array, points: Array | None = None) -> Array:
@@ -67,18 +62,10 @@ def kelvin_voigt_damping_matrix(
     """`D = ∂s/∂q̇ = η Σ_k w_k B_kᵀ ℂ₀ B_k` `(n_q, n_q)` of the Kelvin–Voigt dissipation, with
     `B_k[:, j] = sym(F_kᵀ ∂F_k/∂q_j)` (`∂Ė_k/∂q̇_j`: `Ė` is linear in `q̇`) and
     `stress(E) = ℂ₀ : E`: the deformation gradient's `q`-Jacobian by `n_q` forward passes and
-    a contraction (`kelvin_voigt_matrix`), where differentiating `s` in `q̇` would pull each of
-    the `n_q` tangents back through `∂F/∂q` (2.7× the cost on a helicoid segment).
-    Independent of `q̇`, symmetric."""
+    a contraction, where differentiating `s` in `q̇` would pull each of the `n_q` tangents back
+    through `∂F/∂q` (2.7× the cost on a helicoid segment). Independent of `q̇`, symmetric."""
     F, G = value_and_jacfwd(lambda x: deformation_gradient(body, x), q, tangent_axis=0)
-    return kelvin_voigt_matrix(F, G, body.volume.weights, eta, stress)
-
-
-def kelvin_voigt_matrix(
-    F: Array, G: Array, weights: Array, eta: Array, stress: Callable[[Array], Array]
-) -> Array:
-    """`η Σ_k w_k B_kᵀ ℂ₀ B_k` from `F` `(K, 3, 3)` and `G = ∂F/∂q` `(n_q, K, 3, 3)`."""
     a = jnp.einsum("kab,jkac->jkbc", F, G)  # F_kᵀ ∂F_k/∂q_j, (n_q, K, 3, 3)
     b = 0.5 * (a + jnp.swapaxes(a, -1, -2))
     s = jax.vmap(jax.vmap(stress))(b)
-    return eta * jnp.einsum("jkbc,lkbc,k->jl", b, s, weights)
+    return eta * jnp.einsum("jkbc,lkbc,k->jl", b, s, body.volume.weights)

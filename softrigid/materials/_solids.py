@@ -14,17 +14,11 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from .._ad import value_and_jacfwd
 from .._checks import as_scalar, copy_params
 from .._module import is_concrete, module, static
 from ..kinematics._base import trace_user
 from ._base import Material, check_eta
-from ._gradient import (
-    deformation_gradient,
-    green_rate,
-    kelvin_voigt_damping_matrix,
-    kelvin_voigt_matrix,
-)
+from ._gradient import deformation_gradient, green_rate, kelvin_voigt_damping_matrix
 from ._volume import check_volume_preserving
 
 if TYPE_CHECKING:
@@ -107,28 +101,6 @@ class _Solid(Material):
         """`∂s_B/∂q̇_B = η Σ_k w_k B_kᵀ ℂ₀ B_k` (`kelvin_voigt_damping_matrix`)."""
         del qd
         return kelvin_voigt_damping_matrix(body, q, self.eta, self.rate_stress)
-
-    def _forward_force(
-        self, body: SoftBody, q: Array, qd: Array
-    ) -> tuple[Array, tuple[Array, Array]]:
-        # s_j = Σ_k w_k (P_k + η F_k S_k) : G_kj,  G_kj = ∂F_k/∂q_j by forward mode
-        F, G = value_and_jacfwd(lambda x: deformation_gradient(body, x), q, tangent_axis=0)
-        P = jax.vmap(jax.grad(self.density))(F)
-        S = jax.vmap(self.rate_stress)(green_rate(F, jnp.einsum("jkab,j->kab", G, qd)))
-        cotangent = body.volume.weights[:, None, None] * (P + self.eta * (F @ S))
-        return jnp.einsum("kab,jkab->j", cotangent, G), (F, G)
-
-    def internal_force_derivatives(
-        self, body: SoftBody, q: Array, qd: Array
-    ) -> tuple[Array, Array, Array]:
-        """`(s_B, ∂s_B/∂q_B, ∂s_B/∂q̇_B)` in forward mode only: `s` as the contraction
-        `s_j = Σ_k w_k (P_k + η F_k S_k) : ∂F_k/∂q_j` with `∂F/∂q` by `n_q` forward passes,
-        its `q`-Jacobian by forward mode over that, and the damping matrix from the same
-        `F, ∂F/∂q` (`kelvin_voigt_matrix`). Forward mode over `internal_force`'s transposed
-        linearization compiles to a program 2.6× larger on a helicoid segment."""
-        (s, (F, G)), (d_q, _) = value_and_jacfwd(lambda x: self._forward_force(body, x, qd), q)
-        damping = kelvin_voigt_matrix(F, G, body.volume.weights, self.eta, self.rate_stress)
-        return s, d_q, damping
 
 
 @module

@@ -120,6 +120,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -421,14 +422,20 @@ def track(
     """The closed loop of `closed_loop_law` from the straight rest configuration over
     `[0, t_final]`, integrated by `method` (progress printed) and sampled every `dt`."""
     law = closed_loop_law(robot, eq, t_final, blend)
-    ref = law.reference
+    reference_along = jax.jit(jax.vmap(law.reference))
     first_call_s = first_call(robot, law, method, dt)
     rest = jnp.zeros(robot.n_q)
+    # the programs that read the trajectory, compiled (or loaded) in a second thread while
+    # the closed loop runs, on zeros of the shape of `simulate`'s output grid
+    samples = max(1, math.ceil(t_final / dt - 1e-9)) + 1
+    grid = jnp.zeros((samples, robot.n_q))
+    along_ready = in_thread(lambda: (_along(robot, grid, grid), reference_along(grid[:, 0])))
     tic = time.perf_counter()
     traj = sr.simulate(robot, rest, rest, t_final, dt, controller=law, method=method, progress=True)
     run_s = time.perf_counter() - tic
+    along_ready.result()
     y, yd, tip = _along(robot, traj.q, traj.qd)
-    r, rd, _ = jax.jit(jax.vmap(ref))(traj.t)
+    r, rd, _ = reference_along(traj.t)
     t = np.asarray(traj.t)
     e0, ed0 = np.asarray(r[0] - y[0]), np.asarray(rd[0] - yd[0])
     return Tracking(
@@ -506,7 +513,6 @@ def run(
     tic = time.perf_counter()
     eq = Equilibria(**np.load(statics_from)) if statics_from else equilibria(robot, samples)
     statics_s = time.perf_counter() - tic
-    ahead_s = ahead.result() if ahead is not None else None
     period = 2 * np.pi / OMEGA
     if figures:
         sys.path.insert(0, str(Path(__file__).resolve().parent))  # its figures, beside it
@@ -523,8 +529,10 @@ def run(
         np.savez(out / "equilibria.npz", **eq._asdict())
         return names, folded
 
-    # written in a second thread while the closed loop runs (it waits on XLA, not on Python)
+    # written in a second thread while the closed loop's programs finish loading and while it
+    # runs (it waits on XLA, not on Python)
     statics_written = in_thread(write_statics)
+    ahead_s = ahead.result() if ahead is not None else None
     summary: dict[str, Any] = {
         "samples": len(eq.times),
         "nodes_per_body": int(robot.links[0].body.volume.n_points),

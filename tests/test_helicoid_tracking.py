@@ -118,6 +118,7 @@ def test_closed_loop_obeys_the_pfbl_error_ode(example, tmp_path):
     assert example.compile_ahead(robot, len(times), 0.04, differences, blend=0.0).result() > 0
     ahead = [p._cache_size() for p in programs]
     assert ahead[0] == before[0] + 1
+    along = example._along._cache_size()
     # no blend: the reference from the first instant, so the error starts at 2 mm
     summary = example.run(
         out,
@@ -144,6 +145,8 @@ def test_closed_loop_obeys_the_pfbl_error_ode(example, tmp_path):
         assert (out / name).stat().st_size > 10_000
     assert (out / "tracking.pvd").exists() and (out / "equilibria.pvd").exists()
     assert [p._cache_size() for p in programs] == ahead
+    # the trajectory's outputs and tips: the program compiled while the closed loop ran
+    assert example._along._cache_size() == along + 1
 
 
 @pytest.mark.slow

@@ -76,7 +76,8 @@ differently, and degree 6 was not accurate enough for these statics: on the host
 2026-11-28 (session 47) its one-thread rule stalled from t = 3 s as well (237 steps at the
 13th sample, the 14th missed by 3.8 mm), with u1 = −15.7 N at t = 2.75 s where rules of
 degree 8 and 10 (165 and 286 nodes) both give −9.1 N and agree on every tension to 0.6 N;
-both solved all 20 samples in 3–6 steps. `DEGREE` is therefore 8.
+both solved all 20 samples in 3–6 steps (degree 8 on two BLAS threads, another rule, too).
+`DEGREE` is therefore 8.
 
 The start (our choice; the seed does not say how it meets `y_d(0)`, which is 4.6 cm of
 tendon away from the straight arm). Tracked from the first instant, the output error rings

@@ -10,11 +10,11 @@ from __future__ import annotations
 import abc
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 from jax import Array
 
 from . import _recursion as rec
+from ._ad import value_and_jacfwd
 from ._checks import as_index, as_vector, check_index
 from ._model import Robot
 from ._module import module, static
@@ -74,7 +74,7 @@ class PointLoad(Load):
             return body.local_points(qb, self.point[None])[0]
 
         qb = q[robot.body_slice(self.link)]
-        p, jac = local_point(qb), jax.jacfwd(local_point)(qb)
+        p, jac = value_and_jacfwd(local_point, qb)
         return f, jnp.cross(p, f), jac.T @ f
 
 

@@ -156,6 +156,7 @@ RHO = 0.017  # tendon radius [m], 3 mm inside the blade's rim
 DROP = 0.01  # the spools' depth below the base plane [m]: no span of zero length at rest
 TRIPLETS = tuple(tuple(np.deg2rad(40.0 * k + a) for a in (0.0, 120.0, 240.0)) for k in range(3))
 OMEGA = 2 * np.pi / 5  # rad/s: one period of the references is 5 s
+PERIOD = 2 * np.pi / OMEGA  # s
 RADII, HEIGHTS = (0.02, 0.025, 0.03), (0.08, 0.15, 0.24)  # m: t_kd = (r cos ωt, r sin ωt, h)
 RAMP = 4  # stages of the homotopy from the straight arm to the first sample
 HALVINGS = 3  # a sample not reached from the previous one is approached through midpoints
@@ -219,6 +220,11 @@ def tip_targets(t: Any) -> np.ndarray:
     return xyz.reshape(*t.shape[:-1], 9)
 
 
+def sample_times(samples: int) -> np.ndarray:
+    """`samples` instants evenly over one period of the references, from `t = 0` [s]."""
+    return np.arange(samples) * PERIOD / samples
+
+
 class Equilibria(NamedTuple):
     """The sampled reference: times `(K,)` over one period, equilibria `q` `(K, 24)`, tensions
     `u` `(K, 9)`, actuation coordinates `y` `(K, 9)` and each solve's tip error [m] and time."""
@@ -234,7 +240,7 @@ class Equilibria(NamedTuple):
 def equilibria(robot: sr.Robot, samples: int) -> Equilibria:
     """Inverse statics at `samples` instants over one period of the references, each solve
     warm-started from the previous sample's `(q, u)` (the first from rest)."""
-    times = np.arange(samples) * (2 * np.pi / OMEGA) / samples
+    times = sample_times(samples)
 
     def output(q: jax.Array) -> jax.Array:
         return tips(robot, q)
@@ -301,10 +307,9 @@ def approach(
 def reference(eq: Equilibria, t_final: float) -> control.Spline:
     """`y_d(t)`: the periodic cubic spline through the sampled `y`, laid over as many periods
     as `[0, t_final]` needs (a periodic spline is the same over any number of periods)."""
-    period = 2 * np.pi / OMEGA
-    periods = int(np.ceil(t_final / period))
+    periods = int(np.ceil(t_final / PERIOD))
     k = len(eq.times) * periods
-    times = np.arange(k + 1) * period / len(eq.times)
+    times = np.arange(k + 1) * PERIOD / len(eq.times)
     samples = eq.y[np.arange(k + 1) % len(eq.times)]
     return control.Spline(times, samples, bc_type="periodic")
 
@@ -395,7 +400,7 @@ def compile_ahead(
     future's result is the thread's seconds (its errors are raised there)."""
 
     def stand_in_first_call() -> float:
-        times = np.arange(samples) * (2 * np.pi / OMEGA) / samples
+        times = sample_times(samples)
         y_rest = np.asarray(control.actuation_coordinates(robot, jnp.zeros(robot.n_q)))
         stand_in = Equilibria(times, None, None, np.tile(y_rest, (samples, 1)), None, None)
         return first_call(robot, closed_loop_law(robot, stand_in, t_final, blend), method)
@@ -460,8 +465,7 @@ def task_errors(run: Tracking) -> dict[str, Any]:
     period, where the transient has decayed most), and the tensions' range."""
     e = run.y_d - run.y
     tip = np.linalg.norm((run.tips - run.targets).reshape(len(run.t), 3, 3), axis=2)
-    period = 2 * np.pi / OMEGA
-    late = run.t >= run.t[-1] - min(period, run.t[-1] / 2)
+    late = run.t >= run.t[-1] - min(PERIOD, run.t[-1] / 2)
     return {
         "output_error_initial_m": float(np.abs(e[0]).max()),
         "output_error_final_m": float(np.abs(e[-1]).max()),
@@ -514,7 +518,6 @@ def run(
     tic = time.perf_counter()
     eq = Equilibria(**np.load(statics_from)) if statics_from else equilibria(robot, samples)
     statics_s = time.perf_counter() - tic
-    period = 2 * np.pi / OMEGA
     if figures:
         sys.path.insert(0, str(Path(__file__).resolve().parent))  # its figures, beside it
         import helicoid_figures as figs
@@ -523,9 +526,9 @@ def run(
         """The statics' figure, ParaView series and `equilibria.npz`."""
         names = []
         if figures:
-            ref = reference(eq, period)
+            ref = reference(eq, PERIOD)
             y_d = lambda s: np.asarray(ref(s)[0])  # noqa: E731
-            names.append(figs.statics(robot, eq, y_d, tip_targets, period, out).name)
+            names.append(figs.statics(robot, eq, y_d, tip_targets, PERIOD, out).name)
         folded = write_frames(robot, out / "equilibria.pvd", eq.times, eq.q)
         np.savez(out / "equilibria.npz", **eq._asdict())
         return names, folded
@@ -578,7 +581,7 @@ def run(
             names.append(figs.outputs(run.t, run.y, run.y_d, run.e_linear, run.u, tip, out).name)
             shots = SNAPSHOTS[SNAPSHOTS <= run.t[-1]]
             names.append(
-                figs.snapshots(robot, run.t, run.q, run.tips, tip_targets, period, shots, out).name
+                figs.snapshots(robot, run.t, run.q, run.tips, tip_targets, PERIOD, shots, out).name
             )
         summary["frames_with_folded_mesh_vertices"] = folded.result()
         print(

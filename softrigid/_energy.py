@@ -57,8 +57,13 @@ def link_internal_force(link: Link, q: Array, qd: Array) -> Array:
     """`s_i = ∂U_i/∂q_i + ∂R_i/∂q̇_i` `(n_i,)`: the joint's spring and damper, then the body's
     material (`Body.internal_force`)."""
     nj = link.joint.n_q
-    joint = jax.grad(link.joint.energy)(q[:nj]) + jax.grad(link.joint.dissipation)(qd[:nj])
+    joint = _joint_force(link, q[:nj], qd[:nj])
     return jnp.concatenate([joint, link.body.internal_force(q[nj:], qd[nj:])])
+
+
+def _joint_force(link: Link, qj: Array, qdj: Array) -> Array:
+    # s_J = ∂U_J/∂q_J + ∂R_J/∂q̇_J, the joint's spring and damper
+    return jax.grad(link.joint.energy)(qj) + jax.grad(link.joint.dissipation)(qdj)
 
 
 def link_internal_derivatives(link: Link, q: Array, qd: Array) -> tuple[Array, Array, Array]:
@@ -67,7 +72,7 @@ def link_internal_derivatives(link: Link, q: Array, qd: Array) -> tuple[Array, A
     coordinates)."""
     nj = link.joint.n_q
     qj, qdj = q[:nj], qd[:nj]
-    joint = jax.grad(link.joint.energy)(qj) + jax.grad(link.joint.dissipation)(qdj)
+    joint = _joint_force(link, qj, qdj)
     stiff = jax.hessian(link.joint.energy)(qj).reshape(nj, nj)
     damp = jax.hessian(link.joint.dissipation)(qdj).reshape(nj, nj)
     s, d_q, d_qd = link.body.internal_force_derivatives(q[nj:], qd[nj:])

@@ -24,6 +24,7 @@ from jax import Array
 
 __all__ = [
     "axis_rotation",
+    "fused_matmul",
     "normalize",
     "rechart_rotation_vector",
     "rigid_exp",
@@ -194,6 +195,14 @@ def rmatvec(m: Array, v: Array) -> Array:
 def matvec(m: Array, v: Array) -> Array:
     """`m v` for a `(3, 3)` matrix `m`, batched over the leading axes of `v` (see `rmatvec`)."""
     return v[..., 0, None] * m[:, 0] + v[..., 1, None] * m[:, 1] + v[..., 2, None] * m[:, 2]
+
+
+def fused_matmul(a: Array, b: Array) -> Array:
+    """`a @ b` for a matrix `a` `(m, k)` and a matrix `(k, p)` or vector `(k,)` `b`, as broadcast
+    products summed over `k`: elementwise work that XLA:CPU fuses with its neighbours, where each
+    small `dot` is a kernel of its own (measured on the articulated passes of one state; under
+    `vmap` the batched `dot`s are the faster, `softrigid._articulated`)."""
+    return jnp.sum(a.reshape(a.shape + (1,) * (b.ndim - 1)) * b[None], axis=1)
 
 
 def matmul(a: Array, b: Array) -> Array:

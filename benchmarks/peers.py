@@ -29,8 +29,11 @@ target ≤ 30 µs). A peer that is not installed (extras `soromox`, `pin`) is re
 The process pins itself to one core (`--cores`, default 1; 0: no pinning) before JAX starts its
 threads. One JSON object per line, each with the load average when it was written.
 
+`--synchronous` runs every code's programs in the calling thread (`sr.synchronous_dispatch`,
+for the whole process: the peers too).
+
 Run: python benchmarks/peers.py [--quick] [--large] [--robots planar_pcs_1 rigid_30 ...]
-         [--cores 1]
+         [--cores 1] [--synchronous]
 """
 
 from __future__ import annotations
@@ -314,7 +317,13 @@ def main() -> None:
     parser.add_argument("--large", action="store_true", help=f"also B = {LARGE_BATCH} (slow)")
     parser.add_argument("--no-iid", action="store_true", help="skip the 20-body IID figure")
     parser.add_argument("--cores", type=int, default=1, help="pin to this many cores; 0: no pin")
+    parser.add_argument(
+        "--synchronous",
+        action="store_true",
+        help="run every code's programs in the calling thread (sr.synchronous_dispatch)",
+    )
     args = parser.parse_args()
+    synchronous = sr.synchronous_dispatch() if args.synchronous else False
     robots = args.robots or (QUICK if args.quick else TABLE)
     for name in robots:
         parse_robot(name)
@@ -328,6 +337,7 @@ def main() -> None:
         peers=peer_versions(),
         quick=args.quick,
         softrigid_compiler_options=sr.compiler_options(),
+        synchronous_dispatch=synchronous,
     )
     for name in robots:
         measure(name, batches, args.quick)

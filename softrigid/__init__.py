@@ -22,7 +22,12 @@ from . import (
     urdf,
 )
 from ._body import Body
-from ._cache import compiler_options, enable_compilation_cache, fast_compilation
+from ._cache import (
+    compiler_options,
+    enable_compilation_cache,
+    fast_compilation,
+    synchronous_dispatch,
+)
 from ._chain import forward_kinematics, material_points, world_points
 from ._closed_loop import vector_field
 from ._constraints import ConstrainedAccelerations, constrained_forward_dynamics
@@ -114,6 +119,7 @@ __all__ = [
     "quadrature",
     "simulate",
     "stiffness_matrix",
+    "synchronous_dispatch",
     "urdf",
     "vector_field",
     "world_points",

@@ -402,6 +402,40 @@ def test_fast_compilation_sets_the_flag_before_the_backend_starts():
         assert "backend has already started" in fast["late"]
 
 
+_SYNC = """
+import json
+import jax
+jax.config.update("jax_enable_x64", True)
+import softrigid as sr
+from softrigid import joints
+
+on = sr.synchronous_dispatch() if SYNC else None
+again = sr.synchronous_dispatch() if SYNC else None
+body = sr.RigidBody(1.5, (0.0, 0.0, -0.2), 1e-3 * jax.numpy.eye(3))
+robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), body), sr.Link(joints.Revolute((1, 0, 0)), body)])
+qdd = sr.forward_dynamics(robot, jax.numpy.array([0.3, -0.2]), jax.numpy.array([0.1, 0.4]), jax.numpy.zeros(2))
+try:
+    late = str(sr.synchronous_dispatch())
+except RuntimeError as err:
+    late = str(err)
+asynchronous = jax.config.values["jax_cpu_enable_async_dispatch"]
+print(json.dumps({"on": on, "again": again, "async": asynchronous, "qdd": qdd.tolist(), "late": late}))
+"""
+
+
+def test_synchronous_dispatch_before_the_backend_starts():
+    """In a fresh process: JAX's CPU dispatch becomes synchronous (a second call agrees), the
+    dynamics are unchanged, and a call after the backend has started with asynchronous
+    dispatch is refused (it would be ignored)."""
+    sync = _python(_SYNC.replace("SYNC", "True"))
+    default = _python(_SYNC.replace("SYNC", "False"))
+    assert sync["on"] is True and sync["again"] is True and sync["async"] is False
+    assert sync["late"] == "True"
+    assert default["async"] is True
+    assert "backend has already started" in default["late"]
+    np.testing.assert_array_equal(sync["qdd"], default["qdd"])
+
+
 def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):
     """softrigid's programs take the elemental emitters where jaxlib is a checked release, the
     backend is the CPU and `XLA_FLAGS` does not set them itself (then the user's or

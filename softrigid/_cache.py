@@ -38,6 +38,9 @@ _FAST_OPTION = "xla_cpu_use_fusion_emitters"
 _FAST_FLAG = f"--{_FAST_OPTION}=false"
 _FAST_FLAG_RELEASES = ("0.10",)
 _ASYNC_DISPATCH = "jax_cpu_enable_async_dispatch"
+# XLA passes left out of programs whose loops hold a whole model evaluation (`compiler_options`)
+_DISABLED_PASSES = "xla_disable_hlo_passes"
+_LOOP_PASSES = "while-loop-invariant-code-motion,simplify-while-loops"
 
 
 @functools.cache
@@ -46,13 +49,20 @@ def _checked_release() -> bool:
     return ".".join(version("jaxlib").split(".")[:2]) in _FAST_FLAG_RELEASES
 
 
-def compiler_options() -> dict[str, Any]:
+def compiler_options(*, loops: bool = False) -> dict[str, Any]:
     """The XLA options softrigid compiles its own programs with (its public calls, `simulate`,
     the statics, the implicit integrators): XLA:CPU's elemental fusion emitters
     (`{"xla_cpu_use_fusion_emitters": False}`), which compile softrigid's programs 2–2.7×
     faster than the default MLIR emitters and run them as fast or faster (README, "Fast
     start"). Per program, unlike `fast_compilation` (the whole process): a user's other JAX
     programs keep XLA's defaults.
+
+    With `loops`, for programs whose loops hold a whole model evaluation (the statics' Newton
+    and Levenberg–Marquardt loops), XLA's loop-invariant code motion and while-loop simplifier
+    are left out (`"xla_disable_hlo_passes"`): on such bodies they are most of XLA's own
+    passes' time (the helicoid robot's inverse statics compiled in 41.5 instead of 65.9 s on
+    one core) and found nothing to gain at run time (the same solve in 0.614 and 0.618 s).
+    Not set where `XLA_FLAGS` lists passes to disable itself (the user's list holds).
 
     Pass them to a `jax.jit` of your own around softrigid's functions to compile it the same
     way: `jax.jit(f, compiler_options=sr.compiler_options())`. Empty where `XLA_FLAGS` already
@@ -65,17 +75,21 @@ def compiler_options() -> dict[str, Any]:
         >>> import jax, softrigid as sr
         >>> f = jax.jit(lambda q: q + 1, compiler_options=sr.compiler_options())
     """
-    if _FAST_OPTION in os.environ.get("XLA_FLAGS", "") or not _checked_release():
+    flags = os.environ.get("XLA_FLAGS", "")
+    if not _checked_release() or jax.default_backend() != "cpu":
         return {}
-    return {_FAST_OPTION: False} if jax.default_backend() == "cpu" else {}
+    options: dict[str, Any] = {} if _FAST_OPTION in flags else {_FAST_OPTION: False}
+    if loops and _DISABLED_PASSES not in flags:
+        options[_DISABLED_PASSES] = _LOOP_PASSES
+    return options
 
 
-def jit(fun: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
-    """`jax.jit(fun, **kwargs)` compiled with `compiler_options()` where it is called outside any
-    JAX transformation; as `@jit` or `functools.partial(jit, static_argnames=...)`."""
+def jit(fun: Callable[..., Any] | None = None, *, loops: bool = False, **kwargs: Any) -> Any:
+    """`jax.jit(fun, **kwargs)` compiled with `compiler_options(loops=loops)` where it is called
+    outside any JAX transformation; as `@jit` or `functools.partial(jit, static_argnames=...)`."""
     if fun is None:
-        return functools.partial(jit, **kwargs)
-    return _Program(fun, kwargs)
+        return functools.partial(jit, loops=loops, **kwargs)
+    return _Program(fun, kwargs, loops)
 
 
 class _Program:
@@ -85,16 +99,16 @@ class _Program:
     read at the first top-level call or attribute (`lower`, `trace`, …, the first's), not at
     import: reading them starts JAX's backend."""
 
-    __slots__ = ("__weakref__", "_fun", "_kwargs", "_plain", "_top")
+    __slots__ = ("__weakref__", "_fun", "_kwargs", "_loops", "_plain", "_top")
 
-    def __init__(self, fun: Callable[..., Any], kwargs: dict[str, Any]) -> None:
-        self._fun, self._kwargs = fun, kwargs
+    def __init__(self, fun: Callable[..., Any], kwargs: dict[str, Any], loops: bool) -> None:
+        self._fun, self._kwargs, self._loops = fun, kwargs, loops
         self._plain = jax.jit(fun, **kwargs)
         self._top: Any = None
 
     def _top_level(self) -> Any:
         if self._top is None:
-            options = compiler_options()
+            options = compiler_options(loops=self._loops)
             self._top = (
                 jax.jit(self._fun, compiler_options=options, **self._kwargs)
                 if options

@@ -208,7 +208,9 @@ def _levenberg_marquardt(
     return InverseStaticSolution(c.q, c.u, output(c.q), c.err, c.it, c.status)
 
 
-_lm_jit = jit(_levenberg_marquardt, static_argnames=("output", "damping", "tol", "max_iter"))
+_lm_jit = jit(
+    _levenberg_marquardt, loops=True, static_argnames=("output", "damping", "tol", "max_iter")
+)
 
 
 def _positive_vector(name: str, value: Any, shape: tuple[int, ...]) -> Array:

@@ -224,4 +224,4 @@ def solution(q: Array, u: Array, c: _Carry) -> StaticSolution:
     return StaticSolution(q, u, it, c.norm, status, stable, c.jac, c.history)
 
 
-solve_jit = jit(solve_equilibrium, static_argnames=("tol", "max_iter"))
+solve_jit = jit(solve_equilibrium, loops=True, static_argnames=("tol", "max_iter"))

@@ -445,8 +445,15 @@ def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):
     checked = version("jaxlib").startswith("0.10.")
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
     assert sr.compiler_options() == ({"xla_cpu_use_fusion_emitters": False} if checked else {})
+    loops = {"xla_disable_hlo_passes": "while-loop-invariant-code-motion,simplify-while-loops"}
+    assert sr.compiler_options(loops=True) == (
+        {"xla_cpu_use_fusion_emitters": False, **loops} if checked else {}
+    )
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
     assert sr.compiler_options() == {}
+    assert sr.compiler_options(loops=True) == (loops if checked else {})
+    monkeypatch.setenv("XLA_FLAGS", "--xla_disable_hlo_passes=algsimp")  # the user's list holds
+    assert "xla_disable_hlo_passes" not in sr.compiler_options(loops=True)
     monkeypatch.setenv("XLA_FLAGS", "")
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # the option is XLA:CPU's
     assert sr.compiler_options() == {}

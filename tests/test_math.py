@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from softrigid._math import sinc, stumpff, stumpffs
+from softrigid._math import fused_matmul, sinc, stumpff, stumpffs
 
 # below, at and above the series/recurrence split (t = 4), and far out
 POINTS = (0.0, 1e-8, 0.05, 0.09, 0.5, 2.0, 3.999, 4.0, 4.001, 9.0, 30.0, 100.0)
@@ -87,3 +87,14 @@ def test_stumpff_batches():
     batched = jax.vmap(jax.grad(lambda x: stumpff(2, x)))(t)
     one_by_one = [float(jax.grad(lambda x: stumpff(2, x))(x)) for x in t]
     np.testing.assert_array_equal(np.asarray(batched), np.asarray(one_by_one))
+
+
+def test_fused_matmul_is_the_matrix_product():
+    """`fused_matmul` (the articulated passes' elementwise product for one state) equals `@`
+    for a matrix and for a vector right-hand side, and is not the transposed product."""
+    rng = np.random.default_rng(7)
+    a, b, v = rng.standard_normal((6, 4)), rng.standard_normal((4, 3)), rng.standard_normal(4)
+    np.testing.assert_allclose(fused_matmul(a, b), a @ b, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(fused_matmul(a, v), a @ v, rtol=1e-15, atol=1e-15)
+    square = rng.standard_normal((3, 3))
+    assert not np.allclose(fused_matmul(square, square.T), square.T @ square)

@@ -463,7 +463,9 @@ def test_programs_take_their_options_at_the_top_level_only(monkeypatch):
     """A softrigid program is compiled with `compiler_options()` when called outside any
     transformation (an option XLA does not know shows that they reach it) and without them
     inside a user's `jit`, `vmap` or `grad`, where JAX refuses options on a nested program."""
-    monkeypatch.setattr(_cache, "compiler_options", lambda: {"xla_no_such_option": True})
+    monkeypatch.setattr(
+        _cache, "compiler_options", lambda loops=False: {"xla_no_such_option": True}
+    )
     double = _cache.jit(lambda x: 2.0 * x**2)
     x = jnp.array([1.0, -3.0])
     with pytest.raises(Exception, match="No such compile option"):

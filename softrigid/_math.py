@@ -34,6 +34,7 @@ __all__ = [
     "small_dot",
     "stumpff",
     "stumpffs",
+    "unrolled_matmul",
     "vee",
 ]
 
@@ -203,6 +204,22 @@ def fused_matmul(a: Array, b: Array) -> Array:
     small `dot` is a kernel of its own (measured on the articulated passes of one state; under
     `vmap` the batched `dot`s are the faster, `softrigid._articulated`)."""
     return jnp.sum(a.reshape(a.shape + (1,) * (b.ndim - 1)) * b[None], axis=1)
+
+
+def unrolled_matmul(a: Array, b: Array) -> Array:
+    """`a @ b` for a matrix `a` `(m, k)` and a matrix `(k, p)` or vector `(k,)` `b`, as the sum
+    of `k` outer products (column `j` of `a` times row `j` of `b`): elementwise work only, which
+    under `vmap` runs as a few loops over the whole batch, where a batched `dot` of small
+    matrices is one small matrix product per state (the articulated passes of a batch)."""
+    if b.ndim == 1:
+        out = a[:, 0] * b[0]
+        for j in range(1, a.shape[1]):
+            out = out + a[:, j] * b[j]
+        return out
+    out = a[:, 0:1] * b[0:1]
+    for j in range(1, a.shape[1]):
+        out = out + a[:, j : j + 1] * b[j : j + 1]
+    return out
 
 
 def matmul(a: Array, b: Array) -> Array:

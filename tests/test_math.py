@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from softrigid._math import fused_matmul, sinc, stumpff, stumpffs
+from softrigid._math import fused_matmul, sinc, stumpff, stumpffs, unrolled_matmul
 
 # below, at and above the series/recurrence split (t = 4), and far out
 POINTS = (0.0, 1e-8, 0.05, 0.09, 0.5, 2.0, 3.999, 4.0, 4.001, 9.0, 30.0, 100.0)
@@ -89,12 +89,18 @@ def test_stumpff_batches():
     np.testing.assert_array_equal(np.asarray(batched), np.asarray(one_by_one))
 
 
-def test_fused_matmul_is_the_matrix_product():
-    """`fused_matmul` (the articulated passes' elementwise product for one state) equals `@`
-    for a matrix and for a vector right-hand side, and is not the transposed product."""
+@pytest.mark.parametrize("product", [fused_matmul, unrolled_matmul])
+def test_elementwise_matmuls_are_the_matrix_product(product):
+    """`fused_matmul` and `unrolled_matmul` (the articulated passes' elementwise products)
+    equal `@` for a matrix and for a vector right-hand side, also under `vmap`, and are not the
+    transposed product."""
     rng = np.random.default_rng(7)
     a, b, v = rng.standard_normal((6, 4)), rng.standard_normal((4, 3)), rng.standard_normal(4)
-    np.testing.assert_allclose(fused_matmul(a, b), a @ b, rtol=1e-15, atol=1e-15)
-    np.testing.assert_allclose(fused_matmul(a, v), a @ v, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(product(a, b), a @ b, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(product(a, v), a @ v, rtol=1e-14, atol=1e-14)
+    stack_a, stack_b = rng.standard_normal((5, 6, 4)), rng.standard_normal((5, 4, 3))
+    np.testing.assert_allclose(
+        jax.vmap(product)(stack_a, stack_b), stack_a @ stack_b, rtol=1e-14, atol=1e-14
+    )
     square = rng.standard_normal((3, 3))
-    assert not np.allclose(fused_matmul(square, square.T), square.T @ square)
+    assert not np.allclose(product(square, square.T), square.T @ square)

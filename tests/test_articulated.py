@@ -179,6 +179,28 @@ def test_batched_and_jitted():
     np.testing.assert_allclose(batched(q, qd, u), ref(q, qd, u), rtol=0, atol=1e-10)
 
 
+def test_batched_with_a_link_without_coordinates():
+    """Under `vmap` the passes' products are outer-product sums: a fixed joint carrying a rigid
+    body (a link of zero coordinates, nothing to contract) between two revolute links gives the
+    Cholesky path's accelerations."""
+    body = sr.RigidBody(1.5, (0.0, 0.0, -0.2), 1e-3 * jnp.eye(3))
+    robot = sr.Robot(
+        [
+            sr.Link(joints.Revolute((0, 1, 0)), body),
+            sr.Link(joints.Fixed(origin=(jnp.eye(3), (0.0, 0.0, -0.3))), body),
+            sr.Link(joints.Revolute((1, 0, 0)), body),
+        ]
+    )
+    q = jnp.array([[0.3, -0.2], [0.1, 0.5], [-1.2, 2.0]])
+    qd, u = jnp.ones_like(q), jnp.zeros_like(q)
+
+    def fd(solver):
+        return jax.vmap(lambda q, qd, u: sr.forward_dynamics(robot, q, qd, u, solver=solver))
+
+    ref = fd("cholesky")(q, qd, u)
+    np.testing.assert_allclose(fd("articulated")(q, qd, u), ref, rtol=0, atol=1e-12)
+
+
 def _frozen_robot():
     # a body map through stop_gradient: its coordinate has no inertia (D_1 = 0)
     def frozen(x, q):

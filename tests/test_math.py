@@ -104,3 +104,6 @@ def test_elementwise_matmuls_are_the_matrix_product(product):
     )
     square = rng.standard_normal((3, 3))
     assert not np.allclose(product(square, square.T), square.T @ square)
+    # nothing to contract: zeros of the product's shape
+    np.testing.assert_array_equal(product(np.ones((6, 0)), np.ones(0)), np.zeros(6))
+    np.testing.assert_array_equal(product(np.ones((6, 0)), np.ones((0, 2))), np.zeros((6, 2)))

@@ -211,13 +211,10 @@ def unrolled_matmul(a: Array, b: Array) -> Array:
     of `k` outer products (column `j` of `a` times row `j` of `b`): elementwise work only, which
     under `vmap` runs as a few loops over the whole batch, where a batched `dot` of small
     matrices is one small matrix product per state (the articulated passes of a batch)."""
-    if a.shape[1] == 0:  # nothing to contract (a link without coordinates)
-        return jnp.zeros(a.shape[:1] + b.shape[1:], jnp.result_type(a, b))
-    if b.ndim == 1:
-        out = a[:, 0] * b[0]
-        for j in range(1, a.shape[1]):
-            out = out + a[:, j] * b[j]
-        return out
+    if b.ndim == 1:  # Σ_j a[:, j] b[j]
+        return contract(a, b)
+    if a.shape[1] == 0:  # nothing to contract
+        return jnp.zeros((a.shape[0], b.shape[1]), jnp.result_type(a, b))
     out = a[:, 0:1] * b[0:1]
     for j in range(1, a.shape[1]):
         out = out + a[:, j : j + 1] * b[j : j + 1]

@@ -125,6 +125,16 @@ class _Program:
         return getattr(self._top_level(), name)
 
 
+def _before_backend(where: str) -> None:
+    """Raise unless JAX's backend is still to start: a process-wide setting made later would
+    be ignored."""
+    if xla_bridge.backends_are_initialized():
+        raise RuntimeError(
+            f"{where}: JAX's backend has already started (an array or a computation was made "
+            "first); call it at the start of the program, before any array"
+        )
+
+
 def fast_compilation() -> bool:
     """Make XLA:CPU compile this process's programs with its elemental fusion emitters
     (`XLA_FLAGS=--xla_cpu_use_fusion_emitters=false`) instead of its MLIR ones: on softrigid's
@@ -155,11 +165,7 @@ def fast_compilation() -> bool:
         return _FAST_FLAG in flags.split()
     if not _checked_release():
         return False
-    if xla_bridge.backends_are_initialized():
-        raise RuntimeError(
-            "fast_compilation: JAX's backend has already started (an array or a computation "
-            "was made first); call it at the start of the program, before any array"
-        )
+    _before_backend("fast_compilation")
     os.environ["XLA_FLAGS"] = f"{flags} {_FAST_FLAG}".strip()
     return True
 
@@ -197,11 +203,7 @@ def synchronous_dispatch() -> bool:
         return False
     if not jax.config.values[_ASYNC_DISPATCH]:
         return True
-    if xla_bridge.backends_are_initialized():
-        raise RuntimeError(
-            "synchronous_dispatch: JAX's backend has already started (an array or a "
-            "computation was made first); call it at the start of the program, before any array"
-        )
+    _before_backend("synchronous_dispatch")
     jax.config.update(_ASYNC_DISPATCH, False)
     return True
 

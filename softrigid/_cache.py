@@ -41,12 +41,24 @@ _ASYNC_DISPATCH = "jax_cpu_enable_async_dispatch"
 # XLA passes left out of programs whose loops hold a whole model evaluation (`compiler_options`)
 _DISABLED_PASSES = "xla_disable_hlo_passes"
 _LOOP_PASSES = "while-loop-invariant-code-motion,simplify-while-loops"
+# XLA:CPU's schedule for a process confined to one core (`compiler_options`); the older boolean
+# `xla_cpu_enable_concurrency_optimized_scheduler` does not take effect as a program's option
+_SCHEDULER_OPTION = "xla_cpu_scheduler_type"
+_SCHEDULER_FLAGS = (_SCHEDULER_OPTION, "xla_cpu_enable_concurrency_optimized_scheduler")
+_ONE_CORE_SCHEDULER = "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"
 
 
 @functools.cache
 def _checked_release() -> bool:
     """Whether this jaxlib release is one checked to have the option."""
     return ".".join(version("jaxlib").split(".")[:2]) in _FAST_FLAG_RELEASES
+
+
+def _one_core() -> bool:
+    """Whether this process may run on one core only (its CPU affinity, e.g. `taskset -c 1`)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) == 1
+    return os.cpu_count() == 1
 
 
 def compiler_options(*, loops: bool = False) -> dict[str, Any]:
@@ -64,12 +76,28 @@ def compiler_options(*, loops: bool = False) -> dict[str, Any]:
     one core) and found nothing to gain at run time (the same solve in 0.614 and 0.618 s).
     Not set where `XLA_FLAGS` lists passes to disable itself (the user's list holds).
 
+    In a process confined to one core (its CPU affinity: `taskset -c 1`, a pinned control
+    loop), XLA's memory-optimized schedule (`{"xla_cpu_scheduler_type":
+    "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"}`) instead of its default, concurrency-optimized one.
+    XLA:CPU runs a program's kernels as a dependency graph and, whenever more than a few are
+    ready at once, hands half of them to a worker thread; on one core that thread can only run
+    by switching the caller out (5 context switches per call of a one-segment PCS robot's
+    forward dynamics). The memory-optimized schedule reuses buffers, whose reuse orders the
+    kernels, so far fewer are ready at once. Measured 2026-11-28 (one pinned core, µs per
+    call): one planar PCS segment 36–37 → 25, six revolute joints 36–37 → 23, thirty 56–58 →
+    49–51; batched calls, the helicoid robot and `simulate` unchanged (within ±3 %). With more
+    cores the default schedule stays: there the concurrency pays on batched calls (the spatial
+    PCS chain at 1,024 states: 30 against 42 µs per state). Not set where `XLA_FLAGS` chooses
+    a schedule itself.
+
     Pass them to a `jax.jit` of your own around softrigid's functions to compile it the same
-    way: `jax.jit(f, compiler_options=sr.compiler_options())`. Empty where `XLA_FLAGS` already
-    sets the emitters (`fast_compilation`, or the user's choice, which is then kept) and on a
-    jaxlib release not checked to have the option (XLA rejects an option it does not know),
-    and where JAX's default backend is not the CPU (the option is XLA:CPU's). Reading the
-    backend starts it: call `fast_compilation` first if you use it.
+    way: `jax.jit(f, compiler_options=sr.compiler_options())`. The emitters are left out where
+    `XLA_FLAGS` already sets them (`fast_compilation`, or the user's choice, which is then
+    kept); nothing is set on a jaxlib release not checked to have these options (XLA rejects
+    an option it does not know) and where JAX's default backend is not the CPU (the options
+    are XLA:CPU's). The affinity is read at each call (a `softrigid` program reads it once, at
+    its first call). Reading the backend starts it: call `fast_compilation` first if you use
+    it.
 
     Example:
         >>> import jax, softrigid as sr
@@ -81,6 +109,8 @@ def compiler_options(*, loops: bool = False) -> dict[str, Any]:
     options: dict[str, Any] = {} if _FAST_OPTION in flags else {_FAST_OPTION: False}
     if loops and _DISABLED_PASSES not in flags:
         options[_DISABLED_PASSES] = _LOOP_PASSES
+    if _one_core() and not any(flag in flags for flag in _SCHEDULER_FLAGS):
+        options[_SCHEDULER_OPTION] = _ONE_CORE_SCHEDULER
     return options
 
 

@@ -443,6 +443,7 @@ def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):
     from importlib.metadata import version
 
     checked = version("jaxlib").startswith("0.10.")
+    monkeypatch.setattr(_cache, "_one_core", lambda: False)
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
     assert sr.compiler_options() == ({"xla_cpu_use_fusion_emitters": False} if checked else {})
     loops = {"xla_disable_hlo_passes": "while-loop-invariant-code-motion,simplify-while-loops"}
@@ -454,9 +455,47 @@ def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):
     assert sr.compiler_options(loops=True) == (loops if checked else {})
     monkeypatch.setenv("XLA_FLAGS", "--xla_disable_hlo_passes=algsimp")  # the user's list holds
     assert "xla_disable_hlo_passes" not in sr.compiler_options(loops=True)
+    # confined to one core: XLA's memory-optimized schedule, unless XLA_FLAGS picks one
+    monkeypatch.setattr(_cache, "_one_core", lambda: True)
     monkeypatch.setenv("XLA_FLAGS", "")
-    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # the option is XLA:CPU's
+    schedule = {"xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"}
+    assert sr.compiler_options() == (
+        {"xla_cpu_use_fusion_emitters": False, **schedule} if checked else {}
+    )
+    for flag in (
+        "--xla_cpu_enable_concurrency_optimized_scheduler=true",
+        "--xla_cpu_scheduler_type=CPU_SCHEDULER_TYPE_DEFAULT",
+    ):
+        monkeypatch.setenv("XLA_FLAGS", flag)
+        assert "xla_cpu_scheduler_type" not in sr.compiler_options()
+    monkeypatch.setenv("XLA_FLAGS", "")
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # the options are XLA:CPU's
     assert sr.compiler_options() == {}
+
+
+@pytest.mark.skipif(
+    not _cache._checked_release(), reason="the option is checked on jaxlib 0.10 only"
+)
+def test_one_core_schedule_is_accepted_and_changes_nothing_computed():
+    """XLA takes the one-core schedule as a program's option (an unknown value is refused), the
+    compiled program differs, and the dynamics are the same to the bit."""
+    link = sr.Link(
+        sr.joints.Revolute((0.0, 1.0, 0.0)), sr.RigidBody(1.0, (0.0, 0.0, 0.3), 0.01 * jnp.eye(3))
+    )
+    robot = sr.Robot([link] * 6, gravity=(0.0, 0.0, -9.81))
+    q = jnp.linspace(-0.5, 0.5, 6)
+
+    def fd(q):
+        return sr.forward_dynamics(robot, q, -q, q)
+
+    base = {k: v for k, v in sr.compiler_options().items() if k != "xla_cpu_scheduler_type"}
+    one = {**base, "xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"}
+    plain, scheduled = (jax.jit(fd, compiler_options=o).lower(q).compile() for o in (base, one))
+    assert plain.as_text() != scheduled.as_text()
+    np.testing.assert_array_equal(plain(q), scheduled(q))
+    wrong = {**base, "xla_cpu_scheduler_type": "NO_SUCH_SCHEDULE"}
+    with pytest.raises(Exception, match="xla_cpu_scheduler_type"):
+        jax.jit(fd, compiler_options=wrong).lower(q).compile()
 
 
 def test_programs_take_their_options_at_the_top_level_only(monkeypatch):

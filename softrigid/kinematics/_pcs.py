@@ -72,10 +72,12 @@ class PlanarPCS(Rod):
 
     def planar_strain(self, q: Array) -> Array:
         """`(κ, σ1, σ3)` = rest strain plus the active coordinates."""
-        out = self.rest_strain.astype(q.dtype)
-        for j, s in enumerate(self.strains):
-            out = out.at[_PLANAR.index(s)].add(q[j])
-        return out
+        rest = self.rest_strain.astype(q.dtype)
+        active = {s: q[j] for j, s in enumerate(self.strains)}
+        # stacked, not scattered (`.at[].add`): elementwise, fused with its users by XLA
+        return jnp.stack(
+            [rest[i] + active[s] if s in active else rest[i] for i, s in enumerate(_PLANAR)]
+        )
 
     def strain(self, X: Array, q: Array) -> Array:
         """`ξ = (0, κ, 0, σ1, 0, σ3)` (constant along the segment)."""

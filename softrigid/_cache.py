@@ -85,7 +85,7 @@ def compiler_options(*, loops: bool = False) -> dict[str, Any]:
     forward dynamics). The memory-optimized schedule reuses buffers, whose reuse orders the
     kernels, so far fewer are ready at once. Measured 2026-11-28 (one pinned core, µs per
     call): one planar PCS segment 36–37 → 25, six revolute joints 36–37 → 23, thirty 56–58 →
-    49–51; batched calls, the helicoid robot and `simulate` unchanged (within ±3 %). With more
+    49–51; batched calls, the helicoid robot and `simulate` unchanged (within 6 %). With more
     cores the default schedule stays: there the concurrency pays on batched calls (the spatial
     PCS chain at 1,024 states: 30 against 42 µs per state). Not set where `XLA_FLAGS` chooses
     a schedule itself.

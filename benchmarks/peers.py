@@ -6,7 +6,8 @@ coordinates each), a spatial PCS chain of 4 segments (6 each), rigid chains of 6
 revolute joints. Per robot, `q̈` from `(q, q̇, τ)` in float64:
 
 - per call, one state: softrigid's public `forward_dynamics` under `jax.jit` with softrigid's
-  compiler options (`sr.compiler_options()`, as its own programs; solver `"auto"`;
+  compiler options (`sr.compiler_options()`, as its own programs: pinned to one core they
+  include XLA's memory-optimized schedule; the peers keep JAX's defaults; solver `"auto"`;
   the other solver too, for reference, except with `--quick`), SoRoMoX's `forward_dynamics`
   under `jax.jit`, Pinocchio's `aba` (C++ through its Python binding, on NumPy arrays; per
   call only); median and minimum over 9 rounds, the codes of a row interleaved round by

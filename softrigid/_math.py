@@ -202,7 +202,7 @@ def fused_matmul(a: Array, b: Array) -> Array:
     """`a @ b` for a matrix `a` `(m, k)` and a matrix `(k, p)` or vector `(k,)` `b`, as broadcast
     products summed over `k`: elementwise work that XLA:CPU fuses with its neighbours, where each
     small `dot` is a kernel of its own (measured on the articulated passes of one state; under
-    `vmap` the batched `dot`s are the faster, `softrigid._articulated`)."""
+    `vmap` `unrolled_matmul` and batched `dot`s are the faster, `softrigid._articulated`)."""
     return jnp.sum(a.reshape(a.shape + (1,) * (b.ndim - 1)) * b[None], axis=1)
 
 

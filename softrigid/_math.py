@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from ._trig import sincos
+
 __all__ = [
     "axis_rotation",
     "fused_matmul",
@@ -66,7 +68,8 @@ def _stumpffs_large(k: int, m: int, t: Array) -> list[Array]:
     """`c_k … c_{k+m−1}` for `t ≥ 4`: `c_0 = cos θ`, `c_1 = sin θ / θ` and the upward
     recurrence `c_j = (1/(j − 2)! − c_{j−2}) / t`, which divides their rounding by `t`."""
     theta = jnp.sqrt(t)
-    out = [jnp.cos(theta), jnp.sin(theta) / theta]
+    sin, cos = sincos(theta)
+    out = [cos, sin / theta]
     for j in range(2, k + m):
         out.append((1.0 / math.factorial(j - 2) - out[j - 2]) / t)
     return out[k : k + m]
@@ -159,7 +162,8 @@ def axis_rotation(axis: Array, angle: Array) -> Array:
     series branch as in `rotation_exp`)."""
     k = skew(axis)
     eye = jnp.eye(3, dtype=k.dtype)
-    return eye + jnp.sin(angle) * k + (1.0 - jnp.cos(angle)) * (k @ k)
+    sin, cos = sincos(angle)
+    return eye + sin * k + (1.0 - cos) * (k @ k)
 
 
 def rotation_exp(w: Array) -> Array:

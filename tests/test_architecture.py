@@ -337,6 +337,7 @@ LAYERS = [
     {
         "_module",
         "_math",
+        "_trig",
         "_ad",
         "_fault",
         "_checks",

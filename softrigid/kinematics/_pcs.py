@@ -10,6 +10,7 @@ from jax import Array
 from .._checks import as_vector
 from .._math import stumpffs
 from .._module import module, static
+from .._trig import sincos
 from ._rod import Rod, check_length
 
 __all__ = ["PlanarPCS"]
@@ -93,7 +94,7 @@ class PlanarPCS(Rod):
         a, b = stumpffs(1, 2, uu)  # A, B
         sc = x3 * a
         ss = x3 * u * b
-        c, s = jnp.cos(u), jnp.sin(u)
+        s, c = sincos(u)
         zero, one = jnp.zeros_like(u), jnp.ones_like(u)
         rot = jnp.stack(
             [

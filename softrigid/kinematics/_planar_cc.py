@@ -9,6 +9,7 @@ from jax import Array
 
 from .._math import sinc
 from .._module import module, static
+from .._trig import sincos
 from ._base import Kinematics
 
 __all__ = ["PlanarConstantCurvature"]
@@ -59,7 +60,7 @@ class PlanarConstantCurvature(Kinematics):
         # Half-angle form, u = θ/2: sin θ/θ = sinc(u) cos u, (1 − cos θ)/θ = sinc(u) sin u,
         # cos θ = 1 − 2 sin² u, sin θ = 2 sin u cos u (two transcendentals, no division by θ)
         u = 0.5 * q[0] * x3 / self.length
-        su, cu, sc = jnp.sin(u), jnp.cos(u), sinc(u)
+        (su, cu), sc = sincos(u), sinc(u)
         return x3 * sc * cu, -x3 * sc * su, 1.0 - 2.0 * su * su, 2.0 * su * cu
 
     def __call__(self, x: Array, q: Array) -> Array:

@@ -18,6 +18,7 @@ from jax.custom_derivatives import SymbolicZero
 from ..._checks import as_count
 from ..._math import stumpffs
 from ..._module import module, static
+from ..._trig import sincos
 from ...quadrature._gauss import gauss_legendre
 from ._modes import Modes, _as_modes
 from ._primitives import ComponentPrimitive, Components
@@ -42,7 +43,7 @@ def psi_root(u: Array) -> Array:
     a = 1.5 * np.sqrt(3.0) * u
     low = a <= 1.0
     # double where: each branch only sees arguments in its own domain
-    trig = jnp.cos(jnp.arccos(jnp.where(low, a, 0.0)) / 3.0)
+    trig = sincos(jnp.arccos(jnp.where(low, a, 0.0)) / 3.0)[1]
     hyp = jnp.cosh(jnp.arccosh(jnp.where(low, 1.0, a)) / 3.0)
     psi = (2.0 / np.sqrt(3.0)) * jnp.where(low, trig, hyp)
     return jnp.where(u >= U_MIN, psi, jnp.nan)

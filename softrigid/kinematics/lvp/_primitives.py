@@ -16,6 +16,7 @@ from jax import Array
 from ..._checks import as_count
 from ..._math import small_dot
 from ..._module import module, static
+from ..._trig import sincos
 from ...quadrature._gauss import gauss_legendre
 from .._base import Kinematics
 from ._modes import Modes, _as_modes
@@ -121,7 +122,7 @@ class Twist(ComponentPrimitive):
     def apply_components(self, x: Components, q: Array, prepared: Any) -> Components:
         x1, x2, z = x
         phi = self.modes.field(z, q)
-        c, s = jnp.cos(phi), jnp.sin(phi)
+        s, c = sincos(phi)
         return c * x1 - s * x2, s * x1 + c * x2, z
 
 
@@ -263,10 +264,11 @@ class Bend(Primitive):
         theta_i = jax.vmap(self.modes.field_integral, in_axes=(0, None))(nodes, q)
         theta = self.modes.field_integral(z, q)
         w = jnp.asarray(w, dtype=theta_i.dtype)
-        r1, r3 = z * small_dot(w, jnp.sin(theta_i)), z * small_dot(w, jnp.cos(theta_i))
+        sin_i, cos_i = sincos(theta_i)
+        r1, r3 = z * small_dot(w, sin_i), z * small_dot(w, cos_i)
         kappa = self.modes.field(z, q)
         rho = 2.0 * xl[0] / (1.0 + jnp.sqrt(1.0 - 2.0 * kappa * xl[0]))
-        c, s = jnp.cos(theta), jnp.sin(theta)
+        s, c = sincos(theta)
         h = jnp.stack([r1 + rho * c, xl[1], r3 - rho * s])
         return h if self.axis == 2 else jnp.stack([h[1], -h[0], h[2]])
 

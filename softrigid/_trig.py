@@ -75,6 +75,13 @@ def sincos(x: Array) -> tuple[Array, Array]:
     x = jnp.asarray(x)
     if x.dtype != jnp.float64:
         return jnp.sin(x), jnp.cos(x)
+    return _sincos64(x)
+
+
+# staged once per shape: every call site and derivative order is then one equation of the
+# caller's program (JAX traces and lowers the ~50 operations once, XLA inlines the call)
+@jax.jit
+def _sincos64(x: Array) -> tuple[Array, Array]:
     k = jnp.round(x * _TWO_OVER_PI)
     # x − k π/2 = r + y: `k P1`, `k P2` exact, `hi` too (Sterbenz); `y` the rounding of `r`
     # (Fast2Sum) and `k P3`

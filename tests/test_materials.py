@@ -364,12 +364,12 @@ def test_solid_internal_force_is_the_gradient_of_energy_and_dissipation(make):
     np.testing.assert_allclose(s, reverse(q, qd), rtol=1e-12, atol=1e-13 * np.abs(s).max())
 
 
-@pytest.mark.parametrize("name", ["svk", "rod"])
+@pytest.mark.parametrize("name", DAMPED.keys())
 def test_internal_force_derivatives_match_reverse_mode(name):
-    """`Body.internal_force_derivatives` (a solid's and a rod's: the `Material` default over
-    each one's `internal_force` and `damping_matrix`) equals reverse mode of `U` and `R` and
-    its forward-mode Jacobians in `q` and `q̇` (what `inverse_dynamics_derivatives` takes of
-    the material)."""
+    """`Body.internal_force_derivatives` (a solid's from the deformation gradient's jet, each
+    law's own `∂P/∂F`; a rod's the `Material` default over its `internal_force` and
+    `damping_matrix`) equals reverse mode of `U` and `R` and its forward-mode Jacobians in `q`
+    and `q̇` (what `inverse_dynamics_derivatives` takes of the material)."""
     body = DAMPED[name]()
     mat = body.material
     rng = np.random.default_rng(12)

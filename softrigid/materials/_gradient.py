@@ -3,7 +3,8 @@
     F_k = ∂f/∂x (x_k, q),     Ė_k = ½ (Ḟ_kᵀ F_k + F_kᵀ Ḟ_k),
     D = ∂²R/∂q̇² = η Σ_k w_k B_kᵀ ℂ₀ B_k,     B_k[:, j] = sym(F_kᵀ ∂F_k/∂q_j),
 
-for the objective Kelvin–Voigt dissipation `R = (η/2) Σ_k w_k Ė_k : ℂ₀ : Ė_k` (`forces.md`).
+for the objective Kelvin–Voigt dissipation `R = (η/2) Σ_k w_k Ė_k : ℂ₀ : Ė_k` (`forces.md`),
+and the gradient's jet `(F, ∂F/∂q, ∂²F/∂q²)` that a solid's force derivatives are built from.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from .._ad import value_and_jacfwd
 if TYPE_CHECKING:
     from .._soft_body import SoftBody
 
-__all__ = ["deformation_gradient", "green_rate", "kelvin_voigt_damping_matrix"]
+__all__ = [
+    "deformation_gradient",
+    "deformation_jet",
+    "green_rate",
+    "kelvin_voigt_damping_matrix",
+    "kelvin_voigt_matrix",
+]
 
 
 def deformation_gradient(body: SoftBody, q: Array, points: Array | None = None) -> Array:
@@ -56,16 +63,37 @@ def green_rate(f: Array, fd: Array) -> Array:
     return 0.5 * (a + jnp.swapaxes(a, -1, -2))
 
 
+def deformation_jet(body: SoftBody, q: Array) -> tuple[Array, Array, Array]:
+    """`(F_k, ∂F_k/∂q_j, ∂²F_k/∂q_j∂q_l)` at the body's nodes: `(K, 3, 3)`, `(n_q, K, 3, 3)`
+    (index `[j, k]`) and `(n_q, n_q, K, 3, 3)` (index `[l, j, k]`, symmetric in `j, l`), from
+    two nested forward passes over `deformation_gradient` (tangent axes first)."""
+
+    def first(x: Array) -> tuple[Array, Array]:
+        return value_and_jacfwd(lambda y: deformation_gradient(body, y), x, tangent_axis=0)
+
+    (f, g), (_, h) = value_and_jacfwd(first, q, tangent_axis=0)
+    return f, g, h
+
+
+def kelvin_voigt_matrix(
+    f: Array, g: Array, weights: Array, eta: Array, stress: Callable[[Array], Array]
+) -> Array:
+    """`D = η Σ_k w_k B_kᵀ ℂ₀ B_k` `(n_q, n_q)` from the gradients `F_k` `(K, 3, 3)` and
+    their Jacobians `∂F_k/∂q_j` `(n_q, K, 3, 3)`, `B_k[:, j] = sym(F_kᵀ ∂F_k/∂q_j)`,
+    `stress(E) = ℂ₀ : E`."""
+    b = green_rate(f[None], g)  # sym((∂F_k/∂q_j)ᵀ F_k) = sym(F_kᵀ ∂F_k/∂q_j), (n_q, K, 3, 3)
+    s = jax.vmap(jax.vmap(stress))(b)
+    return eta * jnp.einsum("jkbc,lkbc,k->jl", b, s, weights)
+
+
 def kelvin_voigt_damping_matrix(
     body: SoftBody, q: Array, eta: Array, stress: Callable[[Array], Array]
 ) -> Array:
     """`D = ∂s/∂q̇ = η Σ_k w_k B_kᵀ ℂ₀ B_k` `(n_q, n_q)` of the Kelvin–Voigt dissipation, with
     `B_k[:, j] = sym(F_kᵀ ∂F_k/∂q_j)` (`∂Ė_k/∂q̇_j`: `Ė` is linear in `q̇`) and
     `stress(E) = ℂ₀ : E`: the deformation gradient's `q`-Jacobian by `n_q` forward passes and
-    a contraction, where differentiating `s` in `q̇` would pull each of the `n_q` tangents back
-    through `∂F/∂q` (2.7× the cost on a helicoid segment). Independent of `q̇`, symmetric."""
-    F, G = value_and_jacfwd(lambda x: deformation_gradient(body, x), q, tangent_axis=0)
-    a = jnp.einsum("kab,jkac->jkbc", F, G)  # F_kᵀ ∂F_k/∂q_j, (n_q, K, 3, 3)
-    b = 0.5 * (a + jnp.swapaxes(a, -1, -2))
-    s = jax.vmap(jax.vmap(stress))(b)
-    return eta * jnp.einsum("jkbc,lkbc,k->jl", b, s, body.volume.weights)
+    a contraction (`kelvin_voigt_matrix`), where differentiating `s` in `q̇` would pull each of
+    the `n_q` tangents back through `∂F/∂q` (2.7× the cost on a helicoid segment).
+    Independent of `q̇`, symmetric."""
+    f, g = value_and_jacfwd(lambda x: deformation_gradient(body, x), q, tangent_axis=0)
+    return kelvin_voigt_matrix(f, g, body.volume.weights, eta, stress)

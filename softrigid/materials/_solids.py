@@ -18,7 +18,13 @@ from .._checks import as_scalar, copy_params
 from .._module import is_concrete, module, static
 from ..kinematics._base import trace_user
 from ._base import Material, check_eta
-from ._gradient import deformation_gradient, green_rate, kelvin_voigt_damping_matrix
+from ._gradient import (
+    deformation_gradient,
+    deformation_jet,
+    green_rate,
+    kelvin_voigt_damping_matrix,
+    kelvin_voigt_matrix,
+)
 from ._volume import check_volume_preserving
 
 if TYPE_CHECKING:
@@ -101,6 +107,38 @@ class _Solid(Material):
         """`∂s_B/∂q̇_B = η Σ_k w_k B_kᵀ ℂ₀ B_k` (`kelvin_voigt_damping_matrix`)."""
         del qd
         return kelvin_voigt_damping_matrix(body, q, self.eta, self.rate_stress)
+
+    def internal_force_derivatives(
+        self, body: SoftBody, q: Array, qd: Array
+    ) -> tuple[Array, Array, Array]:
+        """`(s_B, ∂s_B/∂q_B, ∂s_B/∂q̇_B)` from the gradient's jet at the nodes,
+        `F_k`, `G_kj = ∂F_k/∂q_j`, `H_kjl = ∂²F_k/∂q_j∂q_l` (`deformation_jet`), and per-node
+        algebra: with `Ḟ = Σ_j G_j q̇_j`, `S = ℂ₀ : sym(Ḟᵀ F)` and `T = P(F) + η F S`,
+
+            s_j       = Σ_k w_k T_k : G_kj,
+            ∂s_j/∂q_l = Σ_k w_k (∂T_k/∂q_l : G_kj + T_k : H_kjl),
+            ∂T/∂q_l   = ∂P/∂F[G_l] + η (G_l S + F ℂ₀ : sym(Ḟᵀ G_l + (Σ_m H_ml q̇_m)ᵀ F)),
+            ∂s_j/∂q̇_l = η Σ_k w_k ℂ₀ : sym(F_kᵀ G_kl) : sym(F_kᵀ G_kj)
+
+        (`kelvin_voigt_matrix`). The same numbers as forward mode over `internal_force`, whose
+        reverse pass inside a forward one made a helicoid segment's program 2.7× longer
+        (75.7k against 28.5k compiled instructions; 16.9 against 7.8 s to compile, 6.3
+        against 4.4 ms per call)."""
+        f, g, h = deformation_jet(body, q)
+        w = body.volume.weights
+        fd = jnp.einsum("jkab,j->kab", g, qd)
+        node_stress = jax.vmap(self.rate_stress)
+        s_rate = node_stress(green_rate(f, fd))
+        t = jax.vmap(jax.grad(self.density))(f) + self.eta * (f @ s_rate)
+        s = jnp.einsum("k,kab,jkab->j", w, t, g)
+        # ∂P/∂F[G_l] for every l and node, by forward mode over the first Piola stress
+        d_p = jax.vmap(jax.vmap(lambda a, b: jax.jvp(jax.grad(self.density), (a,), (b,))[1]))(
+            jnp.broadcast_to(f, g.shape), g
+        )
+        e_dot = green_rate(g, fd[None]) + green_rate(f[None], jnp.einsum("lmkab,m->lkab", h, qd))
+        d_t = d_p + self.eta * (g @ s_rate[None] + f[None] @ jax.vmap(node_stress)(e_dot))
+        d_q = jnp.einsum("k,lkab,jkab->jl", w, d_t, g) + jnp.einsum("k,kab,ljkab->jl", w, t, h)
+        return s, d_q, kelvin_voigt_matrix(f, g, w, self.eta, self.rate_stress)
 
 
 @module

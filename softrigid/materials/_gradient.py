@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from .._ad import value_and_jacfwd
@@ -27,6 +28,8 @@ __all__ = [
     "green_rate",
     "kelvin_voigt_damping_matrix",
     "kelvin_voigt_matrix",
+    "pair_contraction",
+    "pair_matrix",
 ]
 
 
@@ -65,14 +68,48 @@ def green_rate(f: Array, fd: Array) -> Array:
 
 def deformation_jet(body: SoftBody, q: Array) -> tuple[Array, Array, Array]:
     """`(F_k, ∂F_k/∂q_j, ∂²F_k/∂q_j∂q_l)` at the body's nodes: `(K, 3, 3)`, `(n_q, K, 3, 3)`
-    (index `[j, k]`) and `(n_q, n_q, K, 3, 3)` (index `[l, j, k]`, symmetric in `j, l`), from
-    two nested forward passes over `deformation_gradient` (tangent axes first)."""
+    (index `[j, k]`) and the second derivatives of the pairs `j ≤ l` in the order of
+    `np.triu_indices(n_q)`, `(n_q (n_q + 1) / 2, K, 3, 3)` (the rest by symmetry).
 
-    def first(x: Array) -> tuple[Array, Array]:
-        return value_and_jacfwd(lambda y: deformation_gradient(body, y), x, tangent_axis=0)
+    The first derivatives by `n_q` forward passes, the second by one jvp of a jvp per pair
+    (vectorized). Nesting two `n_q`-wide forward passes instead computes every pair twice and
+    ran 2–3× slower (the helicoid segment: 6.9 against 2.4 ms)."""
 
-    (f, g), (_, h) = value_and_jacfwd(first, q, tangent_axis=0)
-    return f, g, h
+    def gradient(y: Array) -> Array:
+        return deformation_gradient(body, y)
+
+    f, g = value_and_jacfwd(gradient, q, tangent_axis=0)
+    n = q.shape[0]
+    if n == 0:
+        return f, g, jnp.zeros((0, *f.shape), f.dtype)
+    rows, cols = np.triu_indices(n)
+    eye = jnp.eye(n, dtype=q.dtype)
+
+    def pair(u: Array, v: Array) -> Array:
+        # ∂²F[u, v]: the jvp along v of the jvp along u
+        return jax.jvp(lambda y: jax.jvp(gradient, (y,), (u,))[1], (q,), (v,))[1]
+
+    return f, g, jax.vmap(pair)(eye[rows], eye[cols])
+
+
+def pair_contraction(pairs: Array, x: Array) -> Array:
+    """`Σ_l H_jl x_l` `(n, ...)` for a symmetric `H` given by its pairs `j ≤ l` in the order of
+    `np.triu_indices(n)` (`pairs` `(n (n + 1) / 2, ...)`), `x` `(n,)`."""
+    n = x.shape[0]
+    rows, cols = np.triu_indices(n)
+    j = np.arange(n)[:, None]
+    # pair (r, c) adds H_rc x_c to row r and, off the diagonal, H_rc x_r to row c
+    coef = (rows == j) * x[cols] + ((cols == j) & (rows != cols)) * x[rows]  # (n, pairs)
+    return jnp.einsum("jp,p...->j...", coef, pairs)
+
+
+def pair_matrix(values: Array, n: int) -> Array:
+    """The symmetric `(n, n)` matrix of the pairs' values `(n (n + 1) / 2,)` (`j ≤ l`, in the
+    order of `np.triu_indices(n)`)."""
+    rows, cols = np.triu_indices(n)
+    index = np.zeros((n, n), dtype=int)
+    index[rows, cols] = index[cols, rows] = np.arange(rows.size)
+    return values[index]
 
 
 def kelvin_voigt_matrix(

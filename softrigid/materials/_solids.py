@@ -24,6 +24,8 @@ from ._gradient import (
     green_rate,
     kelvin_voigt_damping_matrix,
     kelvin_voigt_matrix,
+    pair_contraction,
+    pair_matrix,
 )
 from ._volume import check_volume_preserving
 
@@ -120,10 +122,10 @@ class _Solid(Material):
             ∂T/∂q_l   = ∂P/∂F[G_l] + η (G_l S + F ℂ₀ : sym(Ḟᵀ G_l + (Σ_m H_ml q̇_m)ᵀ F)),
             ∂s_j/∂q̇_l = η Σ_k w_k ℂ₀ : sym(F_kᵀ G_kl) : sym(F_kᵀ G_kj)
 
-        (`kelvin_voigt_matrix`). The same numbers as forward mode over `internal_force`, whose
-        reverse pass inside a forward one made a helicoid segment's program 2.7× longer
-        (75.7k against 28.5k compiled instructions; 16.9 against 7.8 s to compile, 6.3
-        against 4.4 ms per call)."""
+        (`kelvin_voigt_matrix`; `H` by its pairs `j ≤ l`). The same numbers as forward mode
+        over `internal_force`, whose reverse pass inside a forward one made the program 3×
+        longer: the helicoid segment's 75.7k against 24.4k compiled instructions, 14.8
+        against 5.9 s to compile, 12.5 against 10.5 ms per call for its three links."""
         f, g, h = deformation_jet(body, q)
         w = body.volume.weights
         fd = jnp.einsum("jkab,j->kab", g, qd)
@@ -135,9 +137,10 @@ class _Solid(Material):
         d_p = jax.vmap(jax.vmap(lambda a, b: jax.jvp(jax.grad(self.density), (a,), (b,))[1]))(
             jnp.broadcast_to(f, g.shape), g
         )
-        e_dot = green_rate(g, fd[None]) + green_rate(f[None], jnp.einsum("lmkab,m->lkab", h, qd))
+        e_dot = green_rate(g, fd[None]) + green_rate(f[None], pair_contraction(h, qd))
         d_t = d_p + self.eta * (g @ s_rate[None] + f[None] @ jax.vmap(node_stress)(e_dot))
-        d_q = jnp.einsum("k,lkab,jkab->jl", w, d_t, g) + jnp.einsum("k,kab,ljkab->jl", w, t, h)
+        t_h = pair_matrix(jnp.einsum("k,kab,pkab->p", w, t, h), q.shape[0])  # Σ w T : H_jl
+        d_q = jnp.einsum("k,lkab,jkab->jl", w, d_t, g) + t_h
         return s, d_q, kelvin_voigt_matrix(f, g, w, self.eta, self.rate_stress)
 
 

@@ -20,6 +20,7 @@ from softrigid.materials import (
     deformation_gradient,
     lame_parameters,
 )
+from softrigid.materials import _solids as solids
 
 RADIUS, LENGTH = 0.3, 1.2
 VOLUME = quadrature.cylinder(RADIUS, LENGTH, n_axial=3, n_radial=2, n_angular=5)
@@ -364,12 +365,18 @@ def test_solid_internal_force_is_the_gradient_of_energy_and_dissipation(make):
     np.testing.assert_allclose(s, reverse(q, qd), rtol=1e-12, atol=1e-13 * np.abs(s).max())
 
 
-@pytest.mark.parametrize("name", DAMPED.keys())
-def test_internal_force_derivatives_match_reverse_mode(name):
+@pytest.mark.parametrize(
+    ("name", "pairs"), [(n, True) for n in DAMPED] + [(n, False) for n in SOLIDS]
+)
+def test_internal_force_derivatives_match_reverse_mode(name, pairs, monkeypatch):
     """`Body.internal_force_derivatives` (a solid's from the deformation gradient's jet, each
-    law's own `∂P/∂F`; a rod's the `Material` default over its `internal_force` and
-    `damping_matrix`) equals reverse mode of `U` and `R` and its forward-mode Jacobians in `q`
-    and `q̇` (what `inverse_dynamics_derivatives` takes of the material)."""
+    law's own `∂P/∂F`, on small rules; forward mode over its pull-back above
+    `PAIRS_MAX_NODES`, forced here by a limit of 0; a rod's the `Material` default over its
+    `internal_force` and `damping_matrix`) equals reverse mode of `U` and `R` and its
+    forward-mode Jacobians in `q` and `q̇` (what `inverse_dynamics_derivatives` takes of the
+    material)."""
+    if not pairs:
+        monkeypatch.setattr(solids, "PAIRS_MAX_NODES", 0)
     body = DAMPED[name]()
     mat = body.material
     rng = np.random.default_rng(12)

@@ -32,6 +32,11 @@ from ._volume import check_volume_preserving
 if TYPE_CHECKING:
     from .._soft_body import SoftBody
 
+# Above this many quadrature nodes a solid's force derivatives take forward mode over the
+# reverse pull-back (`n` tangents) instead of the gradient's second-order pairs
+# (`n (n + 1) / 2`): per-node arithmetic then outweighs the program's size (`_Solid`)
+PAIRS_MAX_NODES = 128
+
 __all__ = [
     "CompressibleNeoHookean",
     "Energy",
@@ -113,19 +118,26 @@ class _Solid(Material):
     def internal_force_derivatives(
         self, body: SoftBody, q: Array, qd: Array
     ) -> tuple[Array, Array, Array]:
-        """`(s_B, ∂s_B/∂q_B, ∂s_B/∂q̇_B)` from the gradient's jet at the nodes,
-        `F_k`, `G_kj = ∂F_k/∂q_j`, `H_kjl = ∂²F_k/∂q_j∂q_l` (`deformation_jet`), and per-node
-        algebra: with `Ḟ = Σ_j G_j q̇_j`, `S = ℂ₀ : sym(Ḟᵀ F)` and `T = P(F) + η F S`,
+        """`(s_B, ∂s_B/∂q_B, ∂s_B/∂q̇_B)`. On rules of at most `PAIRS_MAX_NODES` nodes, from
+        the gradient's jet at the nodes, `F_k`, `G_kj = ∂F_k/∂q_j`, `H_kjl = ∂²F_k/∂q_j∂q_l`
+        (`deformation_jet`, `H` by its pairs `j ≤ l`), and per-node algebra: with
+        `Ḟ = Σ_j G_j q̇_j`, `S = ℂ₀ : sym(Ḟᵀ F)` and `T = P(F) + η F S`,
 
             s_j       = Σ_k w_k T_k : G_kj,
             ∂s_j/∂q_l = Σ_k w_k (∂T_k/∂q_l : G_kj + T_k : H_kjl),
             ∂T/∂q_l   = ∂P/∂F[G_l] + η (G_l S + F ℂ₀ : sym(Ḟᵀ G_l + (Σ_m H_ml q̇_m)ᵀ F)),
             ∂s_j/∂q̇_l = η Σ_k w_k ℂ₀ : sym(F_kᵀ G_kl) : sym(F_kᵀ G_kj)
 
-        (`kelvin_voigt_matrix`; `H` by its pairs `j ≤ l`). The same numbers as forward mode
-        over `internal_force`, whose reverse pass inside a forward one made the program 3×
-        longer: the helicoid segment's 75.7k against 24.4k compiled instructions, 14.8
-        against 5.9 s to compile, 12.5 against 10.5 ms per call for its three links."""
+        (`kelvin_voigt_matrix`). On larger rules, forward mode over `internal_force` (the
+        `Material` default): `n` tangents through its reverse pull-back instead of
+        `n (n + 1) / 2` pairs. The same numbers either way. Measured on the helicoid segment
+        (three links, one pinned core, 2026-11-28): the pairs' program is 3× shorter (24.4k
+        against 75.7k compiled instructions, 5.9 against 14.8 s to compile) and faster on
+        small rules (35 nodes 4.7 against 6.9 ms, 84 nodes 10.5 against 12.5 ms), slower
+        on larger ones (165 nodes 29.6 against 21.9 ms, the full mesh's 2,688 nodes 0.98
+        against 0.51 s)."""
+        if body.volume.points.shape[0] > PAIRS_MAX_NODES:
+            return super().internal_force_derivatives(body, q, qd)
         f, g, h = deformation_jet(body, q)
         w = body.volume.weights
         fd = jnp.einsum("jkab,j->kab", g, qd)

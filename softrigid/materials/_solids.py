@@ -144,11 +144,12 @@ class _Solid(Material):
         fd = jnp.einsum("jkab,j->kab", g, qd)
         node_stress = jax.vmap(self.rate_stress)
         s_rate = node_stress(green_rate(f, fd))
-        t = jax.vmap(jax.grad(self.density))(f) + self.eta * (f @ s_rate)
+        piola = jax.grad(self.density)  # P(F)
+        t = jax.vmap(piola)(f) + self.eta * (f @ s_rate)
         s = jnp.einsum("k,kab,jkab->j", w, t, g)
         # ∂P/∂F[G_l] for every l and node, by forward mode over the first Piola stress
-        d_p = jax.vmap(jax.vmap(lambda a, b: jax.jvp(jax.grad(self.density), (a,), (b,))[1]))(
-            jnp.broadcast_to(f, g.shape), g
+        d_p = jax.vmap(jax.vmap(lambda a, b: jax.jvp(piola, (a,), (b,))[1]), in_axes=(None, 0))(
+            f, g
         )
         e_dot = green_rate(g, fd[None]) + green_rate(f[None], pair_contraction(h, qd))
         d_t = d_p + self.eta * (g @ s_rate[None] + f[None] @ jax.vmap(node_stress)(e_dot))

@@ -104,16 +104,21 @@ def test_a_public_program_holds_the_fault_call_and_no_host_callback():
         jax.block_until_ready(program(jnp.zeros(1), jnp.array([jnp.inf])))
 
 
-@pytest.mark.parametrize("failure", [_fault.ffi_failure, _fault.equinox_failure])
-def test_each_platform_failure_raises_the_chosen_message(failure):
-    # the CPU failure runs on CPU only (its FFI handler is registered there); the other
-    # platforms' one (equinox) runs anywhere
-    if failure is _fault.ffi_failure and jax.default_backend() != "cpu":
+@pytest.mark.parametrize("platform", ["cpu", "other"])
+def test_each_platform_failure_raises_the_chosen_message(platform):
+    # the CPU failure (one FFI branch per message) runs on CPU only (its handler is registered
+    # there); the other platforms' one (one Equinox check for all messages) runs anywhere
+    if platform == "cpu" and jax.default_backend() != "cpu":
         pytest.skip("the FFI failure is registered for CPU only")
+
+    def failure(code):
+        if platform == "cpu":
+            return _fault.ffi_failure(code, MESSAGES[1])
+        return _fault.equinox_failure(code, MESSAGES)
 
     def program(x):
         code = jnp.where(x[0] < 0, 2, 0).astype(jnp.int32)
-        fail = jax.lax.cond(code > 0, lambda c: failure(c, MESSAGES[1]), lambda c: c, code)
+        fail = jax.lax.cond(code > 0, failure, lambda c: c, code)
         return x - fail.astype(x.dtype)
 
     np.testing.assert_array_equal(jax.jit(program)(jnp.ones(2)), jnp.ones(2))

@@ -15,6 +15,7 @@ import functools
 import itertools
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
 
 import jax
@@ -61,10 +62,10 @@ class Adaptive:
     steps and, at tight tolerances, fails. Each span runs in its own time `τ = t − a`: the
     stiff layer a jump sets off may need first steps below the rounding of `t` itself (scipy
     refuses steps under ten roundings of `t`: 9e-15 s at t = 5 s), which in `τ` are fine.
-    Differences need no second program (on the seed's helicoid robot the exact Jacobian's
-    compiles for about 3 minutes on one core against 40 s for `ẏ`'s), but on a stiff, badly
-    scaled closed loop scipy's forward differences can be wrong enough to stall the steps: on that robot
-    under PFBL, columns off by up to 37 % gave the differenced Jacobian eigenvalues of
+    Differences need no second program (the Jacobian's compiles, or loads from the persistent
+    cache, in a second thread while the first steps compile `ẏ`'s: `_compile_ahead`), but on a
+    stiff, badly scaled closed loop scipy's forward differences can stall the steps: on the
+    seed's helicoid robot under PFBL, columns off by up to 37 % gave the differenced Jacobian eigenvalues of
     +120 1/s where the closed loop's own are all stable, and the steps fell to 1e-5 s. Central
     differences are second order, with a fixed relative step (no step adaptation from stale
     columns).
@@ -106,9 +107,27 @@ class Adaptive:
         controller and solver, not once per call). With `progress`, a line reports the
         simulated time, the wall time, the steps and the Jacobians every tenth of the run's
         time span, and at least once a minute."""
-        n = robot.n_q
         args = (robot, loads, policy, law, solver)
         y0 = np.concatenate([np.asarray(q0), np.asarray(qd0)])
+        program = {"exact": _radau_jacobian, "autodiff": _closed_loop_jacobian}.get(self.jacobian)
+        ahead = _compile_ahead(program, *args, np.asarray(times[0], y0.dtype), y0)
+        try:
+            return self._steps(args, y0, times, program, ahead, progress)
+        finally:
+            ahead.result()  # no compilation left running past the call (e.g. after an error)
+
+    def _steps(
+        self,
+        args: tuple,
+        y0: np.ndarray,
+        times: np.ndarray,
+        program: Any,
+        ahead: Future[None],
+        progress: bool,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`integrate`'s stepping, with the Jacobian's `program` (`None` for differences)
+        compiled beside it (`ahead`, waited for before its first call)."""
+        n, policy = args[0].n_q, args[2]
 
         def span(a: float, b: float) -> tuple[Callable[..., Any], Callable[..., Any]]:
             """`ẏ` and its Jacobian on `[a, b]` in the span's own time `τ = t − a`, with the
@@ -132,8 +151,8 @@ class Adaptive:
                     # every evaluation dispatched before the first is waited for
                     y = np.asarray(y, y0.dtype)
                     return np.asarray(_checked(_central_differences, dispatched, t, y))
-                fn = _radau_jacobian if self.jacobian == "exact" else _closed_loop_jacobian
-                return np.asarray(_checked(fn, *args, *typed(t, y)))
+                ahead.result()
+                return np.asarray(_checked(program, *args, *typed(t, y)))
 
             return rhs, jac
 
@@ -235,6 +254,28 @@ def _central_differences(
     values = [(f(t, p), f(t, m)) for p, m in zip(up, down)]
     columns = [np.asarray(fp) - np.asarray(fm) for fp, fm in values]
     return np.stack(columns, axis=1) / (np.diagonal(up) - np.diagonal(down))
+
+
+def _compile_ahead(program: Any, *args: Any) -> Future[None]:
+    """The Jacobian's `program` compiled for `args` (or loaded from the persistent cache) in a
+    second thread while the first steps compile `ẏ`'s, so that the two overlap; the program's
+    first call then finds it compiled (`lower` shares JAX's caches). Errors are left to that
+    call, which raises them as it would without the thread. `None` (differences): nothing."""
+    if program is None:
+        done: Future[None] = Future()
+        done.set_result(None)
+        return done
+
+    def compile_program() -> None:
+        try:
+            program.lower(*args).compile()
+        except Exception:  # raised again, with its message, by the program's first call
+            return
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(compile_program)
+    pool.shutdown(wait=False)
+    return future
 
 
 def _checked(fn: Callable[..., Any], *args: Any) -> Any:

@@ -391,6 +391,41 @@ def test_bdf_jacobians(double, capsys):
         BDF(jacobian="broyden")
 
 
+def test_the_jacobian_compiled_ahead_is_the_one_the_steps_call():
+    # the adaptive methods compile the Jacobian's program in a second thread while the first
+    # steps compile the right-hand side's (`_radau._compile_ahead`); the steps then call that
+    # very program: one trace, one lowering, one compilation (a robot of a structure of its
+    # own, compiled nowhere else in this module)
+    events = []
+
+    def listen(name, duration, **kw):
+        if "_radau_jacobian" in kw.get("fun_name", ""):
+            events.append(name.rsplit("/", 1)[-1])
+
+    body = sr.RigidBody(0.7, (0.0, 0.1, -0.1), 2e-3 * jnp.eye(3))
+    robot = sr.Robot(
+        [
+            sr.Link(joints.Prismatic((0, 0, 1)), body),
+            sr.Link(joints.Revolute((1, 0, 0)), body),
+            sr.Link(joints.Revolute((0, 1, 0)), body),
+        ],
+        gravity=(0.0, 0.0, -9.81),
+    )
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        traj = sr.simulate(
+            robot, jnp.array([0.0, 0.3, -0.2]), jnp.zeros(3), 0.05, 0.05, method=BDF()
+        )
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert np.isfinite(np.asarray(traj.q)).all()
+    assert sorted(events) == [
+        "backend_compile_duration",
+        "jaxpr_to_mlir_module_duration",
+        "jaxpr_trace_duration",
+    ]
+
+
 def test_adaptive_methods_restart_at_the_controllers_switch_times(double, monkeypatch):
     # a torque switched on at t = 0.13 s (between grid points): the laws report their jumps in
     # time (a composite law gathers those of the laws it holds), and BDF and Radau restart

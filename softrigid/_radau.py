@@ -62,8 +62,9 @@ class Adaptive:
     steps and, at tight tolerances, fails. Each span runs in its own time `τ = t − a`: the
     stiff layer a jump sets off may need first steps below the rounding of `t` itself (scipy
     refuses steps under ten roundings of `t`: 9e-15 s at t = 5 s), which in `τ` are fine.
-    Differences need no second program (the Jacobian's compiles, or loads from the persistent
-    cache, in a second thread while the first steps compile `ẏ`'s: `_compile_ahead`), but on a
+    Differences need no second program (the Jacobian's is traced first, then compiles, or
+    loads from the persistent cache, in a second thread while the first steps trace and
+    compile `ẏ`'s: `_compile_ahead`), but on a
     stiff, badly scaled closed loop scipy's forward differences can stall the steps: on the
     seed's helicoid robot under PFBL, columns off by up to 37 % gave the differenced Jacobian eigenvalues of
     +120 1/s where the closed loop's own are all stable, and the steps fell to 1e-5 s. Central
@@ -114,7 +115,7 @@ class Adaptive:
         try:
             return self._steps(args, y0, times, program, ahead, progress)
         finally:
-            ahead.result()  # no compilation left running past the call (e.g. after an error)
+            ahead.exception()  # no compilation left running past the call (e.g. after an error)
 
     def _steps(
         self,
@@ -122,7 +123,7 @@ class Adaptive:
         y0: np.ndarray,
         times: np.ndarray,
         program: Any,
-        ahead: Future[None],
+        ahead: Future[Any],
         progress: bool,
     ) -> tuple[np.ndarray, np.ndarray]:
         """`integrate`'s stepping, with the Jacobian's `program` (`None` for differences)
@@ -151,7 +152,7 @@ class Adaptive:
                     # every evaluation dispatched before the first is waited for
                     y = np.asarray(y, y0.dtype)
                     return np.asarray(_checked(_central_differences, dispatched, t, y))
-                ahead.result()
+                ahead.exception()  # compiled (an error is raised by the call)
                 return np.asarray(_checked(program, *args, *typed(t, y)))
 
             return rhs, jac
@@ -256,24 +257,20 @@ def _central_differences(
     return np.stack(columns, axis=1) / (np.diagonal(up) - np.diagonal(down))
 
 
-def _compile_ahead(program: Any, *args: Any) -> Future[None]:
-    """The Jacobian's `program` compiled for `args` (or loaded from the persistent cache) in a
-    second thread while the first steps compile `ẏ`'s, so that the two overlap; the program's
-    first call then finds it compiled (`lower` shares JAX's caches). Errors are left to that
-    call, which raises them as it would without the thread. `None` (differences): nothing."""
-    if program is None:
-        done: Future[None] = Future()
-        done.set_result(None)
-        return done
-
-    def compile_program() -> None:
-        try:
-            program.lower(*args).compile()
-        except Exception:  # raised again, with its message, by the program's first call
-            return
-
+def _compile_ahead(program: Any, *args: Any) -> Future[Any]:
+    """The Jacobian's `program` traced and lowered for `args`, then compiled (or loaded from
+    the persistent cache) in a second thread while the first steps trace and compile `ẏ`'s:
+    compiling and loading release Python's lock, tracing does not, so the Jacobian's (the
+    longer) goes first. Its first call then finds it compiled (`lower` shares JAX's caches).
+    Errors are left to that call, which raises them as it would without this. `None`
+    (differences): nothing."""
     pool = ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(compile_program)
+    try:
+        future = pool.submit(program.lower(*args).compile) if program is not None else None
+    except Exception:  # raised again, with its message, by the program's first call
+        future = None
+    if future is None:
+        future = pool.submit(lambda: None)
     pool.shutdown(wait=False)
     return future
 

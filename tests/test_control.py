@@ -378,6 +378,36 @@ def test_actuation_coordinates_of_chosen_inputs(robot):
         control.actuation_coordinates(chain, q4, [4])
 
 
+def test_actuation_coordinates_run_eagerly_as_one_program():
+    # outside any transformation, one compiled program per robot structure and `inputs`
+    # (traced once, then reused; a robot of a structure of its own here), equal to the traced
+    # function's values
+    from softrigid.control import _pfbl
+
+    traces = []
+
+    def listen(name, duration, **kw):
+        if name.endswith("jaxpr_trace_duration") and kw.get("fun_name") == "_coordinates":
+            traces.append(kw["fun_name"])
+
+    body = sr.RigidBody(0.5, (0.0, 0.1, 0.0), 0.02 * np.eye(3), distal=(np.eye(3), (0, 0.3, 0)))
+    links = [
+        sr.Link(joints.Prismatic((0, 0, 1.0)), body),
+        sr.Link(joints.Revolute((0, 0, 1.0)), body),
+    ]
+    chain = sr.Robot(links, actuators=[JointMotor(1), JointMotor(0)])
+    q = jnp.array([0.25, -0.6])
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        first = control.actuation_coordinates(chain, q, (1, 0))
+        again = control.actuation_coordinates(chain, 2 * q, [1, 0])
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert traces == ["_coordinates"]
+    np.testing.assert_array_equal(first, _pfbl._coordinates(chain, q, (1, 0)))
+    np.testing.assert_array_equal(again, 2 * q)
+
+
 def test_gains_are_traced_no_recompilation_and_vmap():
     tm = fake_terms(2, 2, seed=4)
     q, qd = jnp.array([0.1, 0.2]), jnp.array([0.3, -0.4])

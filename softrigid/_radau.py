@@ -64,10 +64,10 @@ class Adaptive:
     refuses steps under ten roundings of `t`: 9e-15 s at t = 5 s), which in `τ` are fine.
     Differences need no second program (the Jacobian's is traced first, then compiles, or
     loads from the persistent cache, in a second thread while the first steps trace and
-    compile `ẏ`'s: `_compile_ahead`), but on a
-    stiff, badly scaled closed loop scipy's forward differences can stall the steps: on the
-    seed's helicoid robot under PFBL, columns off by up to 37 % gave the differenced Jacobian eigenvalues of
-    +120 1/s where the closed loop's own are all stable, and the steps fell to 1e-5 s. Central
+    compile `ẏ`'s: `_compile_ahead`), but on a stiff, badly scaled closed loop scipy's
+    forward differences can stall the steps: on the seed's helicoid robot under PFBL,
+    columns off by up to 37 % gave the differenced Jacobian eigenvalues of +120 1/s where
+    the closed loop's own are all stable, and the steps fell to 1e-5 s. Central
     differences are second order, with a fixed relative step (no step adaptation from stale
     columns).
     Runs eagerly on the host: not jittable, not differentiable, not `vmap`-able (a
@@ -263,14 +263,17 @@ def _compile_ahead(program: Any, *args: Any) -> Future[Any]:
     compiling and loading release Python's lock, tracing does not, so the Jacobian's (the
     longer) goes first. Its first call then finds it compiled (`lower` shares JAX's caches).
     Errors are left to that call, which raises them as it would without this. `None`
-    (differences): nothing."""
-    pool = ThreadPoolExecutor(max_workers=1)
+    (differences): nothing to compile, a future already done."""
     try:
-        future = pool.submit(program.lower(*args).compile) if program is not None else None
+        lowered = None if program is None else program.lower(*args)
     except Exception:  # raised again, with its message, by the program's first call
-        future = None
-    if future is None:
-        future = pool.submit(lambda: None)
+        lowered = None
+    if lowered is None:
+        done: Future[Any] = Future()
+        done.set_result(None)
+        return done
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(lowered.compile)
     pool.shutdown(wait=False)
     return future
 

@@ -392,10 +392,11 @@ def test_bdf_jacobians(double, capsys):
 
 
 def test_the_jacobian_compiled_ahead_is_the_one_the_steps_call():
-    # the adaptive methods compile the Jacobian's program in a second thread while the first
-    # steps compile the right-hand side's (`_radau._compile_ahead`); the steps then call that
-    # very program: one trace, one lowering, one compilation (a robot of a structure of its
-    # own, compiled nowhere else in this module)
+    # the adaptive methods trace and lower the Jacobian's program first and compile it in a
+    # second thread while the first steps trace and compile the right-hand side's
+    # (`_radau._compile_ahead`); the steps then call that very program: one trace, one
+    # lowering, one compilation (a robot of a structure of its own, compiled nowhere else in
+    # this module)
     events = []
 
     def listen(name, duration, **kw):

@@ -31,10 +31,11 @@ The process pins itself to one core (`--cores`, default 1; 0: no pinning) before
 threads. One JSON object per line, each with the load average when it was written.
 
 `--synchronous` runs every code's programs in the calling thread (`sr.synchronous_dispatch`,
-for the whole process: the peers too).
+for the whole process: the peers too). `--fused-loops` compiles every small loop as one kernel
+(`sr.fused_loops`, for the whole process: the peers too).
 
 Run: python benchmarks/peers.py [--quick] [--large] [--robots planar_pcs_1 rigid_30 ...]
-         [--cores 1] [--synchronous]
+         [--cores 1] [--synchronous] [--fused-loops]
 """
 
 from __future__ import annotations
@@ -323,8 +324,14 @@ def main() -> None:
         action="store_true",
         help="run every code's programs in the calling thread (sr.synchronous_dispatch)",
     )
+    parser.add_argument(
+        "--fused-loops",
+        action="store_true",
+        help="compile every code's small loops as one kernel each (sr.fused_loops)",
+    )
     args = parser.parse_args()
     synchronous = sr.synchronous_dispatch() if args.synchronous else False
+    fused = sr.fused_loops() if args.fused_loops else False
     robots = args.robots or (QUICK if args.quick else TABLE)
     for name in robots:
         parse_robot(name)
@@ -339,6 +346,7 @@ def main() -> None:
         quick=args.quick,
         softrigid_compiler_options=sr.compiler_options(),
         synchronous_dispatch=synchronous,
+        fused_loops=fused,
     )
     for name in robots:
         measure(name, batches, args.quick)

@@ -26,6 +26,7 @@ from ._cache import (
     compiler_options,
     enable_compilation_cache,
     fast_compilation,
+    fused_loops,
     synchronous_dispatch,
 )
 from ._chain import forward_kinematics, material_points, world_points
@@ -97,6 +98,7 @@ __all__ = [
     "fast_compilation",
     "forward_dynamics",
     "forward_kinematics",
+    "fused_loops",
     "gravity_force",
     "inertial_inverse_dynamics",
     "integrators",

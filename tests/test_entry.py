@@ -436,6 +436,71 @@ def test_synchronous_dispatch_before_the_backend_starts():
     np.testing.assert_array_equal(sync["qdd"], default["qdd"])
 
 
+_FUSED = """
+import json, os
+import jax
+jax.config.update("jax_enable_x64", True)
+import softrigid as sr
+from softrigid import joints
+
+on = sr.fused_loops() if FUSED else None
+flags = os.environ.get("XLA_FLAGS", "")
+body = sr.RigidBody(1.5, (0.0, 0.0, -0.2), 1e-3 * jax.numpy.eye(3))
+robot = sr.Robot([sr.Link(joints.Revolute(a), body) for a in [(0, 1, 0), (1, 0, 0)] * 3])
+fd = jax.jit(
+    lambda q, qd: sr.forward_dynamics(robot, q, qd, 0.1 * q, solver="articulated"),
+    compiler_options=sr.compiler_options(),
+)
+q = jax.numpy.linspace(-0.5, 0.5, 6)
+text = fd.lower(q, q[::-1]).compile().as_text()
+qdd = fd(q, q[::-1])
+try:
+    late = str(sr.fused_loops())
+except RuntimeError as err:
+    late = str(err)
+print(json.dumps({
+    "on": on, "flags": flags, "qdd": qdd.tolist(), "late": late,
+    "loops": text.count(" while("), "kernels": text.count('xla_cpu_small_call="true"'),
+}))
+"""
+
+
+def test_fused_loops_compiles_the_passes_as_kernels():
+    """In a fresh process: the option reaches `XLA_FLAGS` (merged into a user's own list of
+    backend options), every loop of the articulated forward dynamics of a 6-joint chain is
+    compiled as one kernel (XLA's default leaves the inward pass out), the accelerations are
+    unchanged to rounding, and a call after JAX's backend has started is refused."""
+    from importlib.metadata import version
+
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    fused = _python(_FUSED.replace("FUSED", "True"), env=env)
+    default = _python(_FUSED.replace("FUSED", "False"), env=env)
+    user = "--xla_backend_extra_options=xla_cpu_disable_loop_unrolling"
+    merged = _python(_FUSED.replace("FUSED", "True"), env={**env, "XLA_FLAGS": user})
+    assert default["flags"] == "" and "backend has already started" in default["late"]
+    assert 0 < default["kernels"] < default["loops"]
+    np.testing.assert_allclose(fused["qdd"], default["qdd"], rtol=1e-13, atol=1e-13)
+    if version("jaxlib").startswith("0.10."):
+        option = "xla_cpu_small_while_loop_byte_threshold=65536"
+        assert fused["on"] is True and fused["late"] == "True"
+        assert fused["flags"] == f"--xla_backend_extra_options={option}"
+        assert merged["flags"] == f"{user},{option}"
+        assert fused["kernels"] == fused["loops"] == merged["kernels"] == default["loops"]
+    else:
+        assert fused["on"] is False and fused["flags"] == ""
+
+
+def test_fused_loops_keeps_a_users_choice_and_refuses_bad_sizes(monkeypatch):
+    option = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=0"
+    monkeypatch.setenv("XLA_FLAGS", option)
+    assert sr.fused_loops(1 << 20) is True
+    assert os.environ["XLA_FLAGS"] == option
+    with pytest.raises(TypeError, match="max_bytes must be an integer"):
+        sr.fused_loops(1e5)
+    with pytest.raises(ValueError, match="max_bytes must be non-negative"):
+        sr.fused_loops(-1)
+
+
 def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):
     """softrigid's programs take the elemental emitters where jaxlib is a checked release, the
     backend is the CPU and `XLA_FLAGS` does not set them itself (then the user's or

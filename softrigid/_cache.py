@@ -219,10 +219,10 @@ def fused_loops(max_bytes: int = LOOP_BYTES) -> bool:
     accesses 4–16 KB per link of a rigid or planar PCS chain and 16–64 KB per spatial PCS
     segment, above XLA's default, so it ran kernel by kernel. Measured 2026-11-29 (`benchmarks/peers.py`, one
     pinned core, forward dynamics per call, µs, default → `fused_loops()`): the 30-joint rigid
-    chain 58.0 → 41.9–46.9 (Pinocchio's ABA 10.6), 6 joints 32.0 → 25.3–35.5, 16 planar PCS
-    segments 134 → 113–114, the spatial PCS chain 145 → 116–129; one planar segment (no loop)
+    chain 58.0 → 37.8–46.9 (Pinocchio's ABA 10.6), 6 joints 32.0 → 25.9–35.5, 16 planar PCS
+    segments 134 → 114, the spatial PCS chain 145 → 116–121; one planar segment (no loop)
     and calls batched with `vmap` unchanged within noise. It affects every JAX program of the
-    process, softrigid's or not (SoRoMoX's 30-joint chain 137 → 51–53 µs in the same runs),
+    process, softrigid's or not (SoRoMoX's 30-joint chain 137 → 52–56 µs in the same runs),
     and only loops without library calls (LAPACK, softrigid's run-time checks) in them.
 
     Call it before JAX starts its backend: before the first array or computation (importing

@@ -217,13 +217,14 @@ def fused_loops(max_bytes: int = LOOP_BYTES) -> bool:
     compile whole runs its body's kernels one by one at every iteration (~40 ns each); a loop
     compiled as one kernel runs as one function. On jaxlib 0.10 the inward articulated pass
     accesses 4–16 KB per link of a rigid or planar PCS chain and 16–64 KB per spatial PCS
-    segment, above XLA's default, so it ran kernel by kernel. Measured 2026-11-29 (`benchmarks/peers.py`, one
-    pinned core, forward dynamics per call, µs, default → `fused_loops()`): the 30-joint rigid
-    chain 58.0 → 37.8–46.9 (Pinocchio's ABA 10.6), 6 joints 32.0 → 25.9–35.5, 16 planar PCS
-    segments 134 → 114, the spatial PCS chain 145 → 116–121; one planar segment (no loop)
-    and calls batched with `vmap` unchanged within noise. It affects every JAX program of the
-    process, softrigid's or not (SoRoMoX's 30-joint chain 137 → 52–56 µs in the same runs),
-    and only loops without library calls (LAPACK, softrigid's run-time checks) in them.
+    segment, above XLA's default, so it ran kernel by kernel. Measured 2026-11-29
+    (`benchmarks/peers.py`, one pinned core, forward dynamics per call, µs, default →
+    `fused_loops()`): the 30-joint rigid chain 58.0 → 37.8–46.9 (Pinocchio's ABA 10.6), 6
+    joints 32.0 → 25.9–35.5, 16 planar PCS segments 134 → 114, the spatial PCS chain 145 →
+    116–121; one planar segment (no loop) and calls batched with `vmap` unchanged within
+    noise. It affects every JAX program of the process, softrigid's or not (SoRoMoX's 30-joint
+    chain 137 → 52–56 µs in the same runs), and only loops without library calls (LAPACK,
+    softrigid's run-time checks) in them.
 
     Call it before JAX starts its backend: before the first array or computation (importing
     softrigid starts none). It appends `xla_cpu_small_while_loop_byte_threshold` to the
@@ -250,19 +251,20 @@ def fused_loops(max_bytes: int = LOOP_BYTES) -> bool:
         raise TypeError(f"fused_loops: max_bytes must be an integer, got {max_bytes!r}")
     if max_bytes < 0:
         raise ValueError(f"fused_loops: max_bytes must be non-negative, got {max_bytes}")
-    flags = os.environ.get("XLA_FLAGS", "").split()
-    if any(_LOOP_OPTION in flag for flag in flags):
+    flags = os.environ.get("XLA_FLAGS", "")
+    if _LOOP_OPTION in flags:
         return True
     if not _checked_release():
         return False
     _before_backend("fused_loops")
     option = f"{_LOOP_OPTION}={max_bytes}"
-    extra = [i for i, flag in enumerate(flags) if flag.startswith(_EXTRA_OPTIONS)]
-    if extra:  # one comma-separated list of `key=value` options
-        flags[extra[-1]] += f",{option}"
+    tokens = flags.split()
+    extra = [i for i, token in enumerate(tokens) if token.startswith(_EXTRA_OPTIONS)]
+    if extra:  # the user's own comma-separated list of `key=value` options: one more
+        tokens[extra[-1]] += f",{option}"
+        os.environ["XLA_FLAGS"] = " ".join(tokens)
     else:
-        flags.append(_EXTRA_OPTIONS + option)
-    os.environ["XLA_FLAGS"] = " ".join(flags)
+        os.environ["XLA_FLAGS"] = f"{flags} {_EXTRA_OPTIONS}{option}".strip()
     return True
 
 

@@ -276,33 +276,3 @@ def test_helicoid_segment_mesh_body_terms():
         for a, b in zip(_body_terms(b_full, q, qd), _body_terms(b_small, q, qd)):
             scale = float(jnp.abs(a).max())
             np.testing.assert_allclose(b, a, rtol=0, atol=1e-5 * scale)
-
-
-def test_random_subset_first_and_the_whole_rule_when_it_misses(monkeypatch):
-    """A rule of more than `12 N` nodes is tried on a seeded random subset first; when the
-    subset's cone misses the moments (here: a subset of only `N` nodes), the chunked solve
-    over the whole rule takes over. Both results are exact to the degree and positive."""
-    from softrigid.quadrature import _compress
-
-    rule = quadrature.cylinder(0.03, 0.3, n_axial=12, n_radial=6, n_angular=12)  # 864 nodes
-    degree = 3  # N = 20: the subset (240 nodes) is tried
-    calls = []
-    original = _compress._subset_solution
-
-    def spy(*args):
-        out = original(*args)
-        calls.append((args[-1], out is not None))
-        return out
-
-    monkeypatch.setattr(_compress, "_subset_solution", spy)
-    results = {}
-    for per_eq in (12, 1):
-        monkeypatch.setattr(_compress, "_SUBSET_PER_EQUATION", per_eq)
-        results[per_eq] = quadrature.compress(rule, degree, return_info=True)
-    assert calls == [(240, True), (20, False)]
-    for small, info in results.values():
-        assert np.all(np.asarray(small.weights) > 0) and info.n_nodes <= 20
-        assert info.residual < 1e-13 and info.monomial_residual < 1e-12
-        got, _, _ = _monomials(small.points, small.weights, degree)
-        want, scale, _ = _monomials(rule.points, rule.weights, degree)
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-13 * scale.max())

@@ -19,11 +19,8 @@ Conditioning: the nodes are centred and scaled to `[−1, 1]^D` by their boundin
 polynomials are products of Legendre polynomials, and that Vandermonde matrix is orthonormalized
 in the discrete inner product of the input rule (QR, then SVD of `R` for the numerical rank),
 so the moment equations have an orthonormal basis (`p_j`, `Σ_k ŵ_k p_i p_j = δ_ij`,
-`ŵ = w / Σ w`). A rule of more than `12 N` nodes is first tried on a seeded random subset of
-`12 N` of them (the whole rule's moments as the target; kept when met to 1e-13, which on the
-meshes here it is, 50× faster); otherwise rules with many nodes are compressed in chunks
-first (the union of compressed chunks has the same moments as the whole), which bounds the
-memory to a few hundred MB.
+`ŵ = w / Σ w`). Rules with many nodes are compressed in chunks first (the union of compressed
+chunks has the same moments as the whole), which bounds the memory to a few hundred MB.
 """
 
 from __future__ import annotations
@@ -45,8 +42,6 @@ _RANK_TOL = 1e-11  # singular values below this (relative) span numerically vani
 _SUPPORT_TOL = 1e-9  # a degree-⌊d/2⌋ polynomial this small on every node: the rule can't be exact
 _RESIDUAL_TOL = 1e-10  # relative moment residual above which compression is declared failed
 _CHUNK_ENTRIES = 2**23  # nodes × equations per least-squares problem (64 MB in float64)
-_SUBSET_PER_EQUATION = 12  # nodes per moment equation tried first (a seeded random subset)
-_SUBSET_TOL = 1e-13  # the subset's solution is kept when it meets the moments this closely
 _LIST = 20
 
 
@@ -158,43 +153,16 @@ def _nnls(
     return idx, u[idx], float(np.linalg.norm(a @ u - target) / np.linalg.norm(target))
 
 
-def _subset_solution(
-    y: np.ndarray,
-    w: np.ndarray,
-    rho: np.ndarray | None,
-    exponents: np.ndarray,
-    basis: tuple[np.ndarray, np.ndarray],
-    size: int,
-) -> tuple[np.ndarray, np.ndarray, float] | None:
-    """The whole rule's moments `basis = (T, target)` from a seeded random subset of `size`
-    nodes, `(indices, u, residual)`, or `None` when the rule is not larger than that or the
-    subset's cone misses the target (residual above `_SUBSET_TOL`).
-
-    Carathéodory's theorem needs the target only inside the cone of the kept nodes' moment
-    vectors, and a few times `N` nodes spread over the volume almost always span it: NNLS on
-    them is much cheaper than on the whole rule (its cost grows faster than the node count; the
-    helicoid's 37,632-node rule at degree 8: 0.04 s on 1,980 nodes against 2.0 s on all)."""
-    if y.shape[0] <= size:
-        return None
-    sub = np.sort(np.random.default_rng(0).choice(y.shape[0], size, replace=False))
-    local, u, residual = _nnls(y[sub], w[sub], None if rho is None else rho[sub], exponents, basis)
-    return (sub[local], u, residual) if residual <= _SUBSET_TOL else None
-
-
 def _solve(
     y: np.ndarray, w: np.ndarray, rho: np.ndarray | None, exponents: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, float, int]:
     """A positive sub-rule of `(y, w)` (`w` normalized) with the same moments: kept indices,
     weights, relative residual in the orthonormal basis of the whole rule, and its rank.
-    First from a random subset of the nodes (`_subset_solution`); when that misses, large
-    rules are compressed chunk by chunk (the union of the compressed chunks has the moments of
-    the whole), then as a whole."""
+    Large rules are first compressed chunk by chunk (the union of the compressed chunks has
+    the moments of the whole)."""
     t, _ = _orthonormal(y, w, exponents)
     target = _moments(y, w, rho, exponents, t)
     n_eq = exponents.shape[0] * (1 if rho is None else 2)
-    subset = _subset_solution(y, w, rho, exponents, (t, target), _SUBSET_PER_EQUATION * n_eq)
-    if subset is not None:
-        return (*subset, t.shape[1])
     idx = np.arange(y.shape[0])
     while True:
         parts = _chunks(idx.size, n_eq)

@@ -466,6 +466,16 @@ def test_incompressible_on_a_map_with_a_valid_range():
         CompressibleNeoHookean(44.4e6, 0.0, eta=0.05),
     )
     bodies = [sr.SoftBody(lvp.gripper(0.05), tube, 960.0, material=m, **frame) for m in laws]
+    # the check's samples: q = 0 and three seeded draws, halved (in one compiled program) until
+    # the map is valid at every node; the raw draws are not
+    from softrigid.materials._volume import _VP_SCALE, _sample_configurations
+
+    kin, nodes = bodies[0].kinematics, tube.points
+    samples = _sample_configurations(bodies[0])
+    inside = jax.vmap(lambda x: jnp.all(jax.vmap(kin.valid, (0, None))(nodes, x)))
+    assert samples.shape == (4, 2) and bool(jnp.all(inside(jnp.asarray(samples))))
+    raw = _VP_SCALE * np.random.default_rng(0).standard_normal((3, 2))
+    assert not bool(jnp.all(inside(jnp.asarray(raw))))
     q, qd = jnp.array([0.1, 2e-5]), jnp.array([-0.3, 1e-4])
     forces = [jax.grad(b.material.energy, 1)(b, q) for b in bodies]
     np.testing.assert_allclose(forces[0], forces[1], rtol=1e-9)

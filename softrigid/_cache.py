@@ -47,6 +47,8 @@ _LOOP_PASSES = "while-loop-invariant-code-motion,simplify-while-loops"
 _SCHEDULER_OPTION = "xla_cpu_scheduler_type"
 _SCHEDULER_FLAGS = (_SCHEDULER_OPTION, "xla_cpu_enable_concurrency_optimized_scheduler")
 _ONE_CORE_SCHEDULER = "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"
+# XLA:CPU's library fusions (dots through YNNPACK); empty: XLA's own kernels (`compiler_options`)
+_LIBRARY_OPTION = "xla_cpu_experimental_ynn_fusion_type"
 # XLA:CPU compiles a loop whose body and condition access fewer bytes per iteration than this
 # backend option (default 1,024) as one kernel (`fused_loops`); a map-valued flag, `XLA_FLAGS`
 # only (not a program's option)
@@ -75,6 +77,12 @@ def compiler_options(*, loops: bool = False) -> dict[str, Any]:
     faster than the default MLIR emitters and run them as fast or faster (README, "Fast
     start"). Per program, unlike `fast_compilation` (the whole process): a user's other JAX
     programs keep XLA's defaults.
+
+    XLA:CPU's library fusions are left out (`{"xla_cpu_experimental_ynn_fusion_type": ""}`:
+    dots in XLA's own kernels, not YNNPACK fusion thunks), which a cached program rebuilds
+    slowly at load: the helicoid robot's closed-loop Jacobian (Simulation 1) loads in 12.9
+    instead of 18.0 s, its derivatives compile in 24.7 instead of 27.3 s, and the programs run
+    as fast (README, "No library fusions"). Not set where `XLA_FLAGS` sets it.
 
     With `loops`, for programs whose loops hold a whole model evaluation (the statics' Newton
     and Levenberg–Marquardt loops), XLA's loop-invariant code motion and while-loop simplifier
@@ -114,6 +122,8 @@ def compiler_options(*, loops: bool = False) -> dict[str, Any]:
     if not _checked_release() or jax.default_backend() != "cpu":
         return {}
     options: dict[str, Any] = {} if _FAST_OPTION in flags else {_FAST_OPTION: False}
+    if _LIBRARY_OPTION not in flags:
+        options[_LIBRARY_OPTION] = ""
     if loops and _DISABLED_PASSES not in flags:
         options[_DISABLED_PASSES] = _LOOP_PASSES
     if _one_core() and not any(flag in flags for flag in _SCHEDULER_FLAGS):

@@ -502,31 +502,32 @@ def test_fused_loops_keeps_a_users_choice_and_refuses_bad_sizes(monkeypatch):
 
 
 def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):
-    """softrigid's programs take the elemental emitters where jaxlib is a checked release, the
-    backend is the CPU and `XLA_FLAGS` does not set them itself (then the user's or
-    `fast_compilation`'s choice holds)."""
+    """softrigid's programs take the elemental emitters and no library (YNNPACK) fusions where
+    jaxlib is a checked release, the backend is the CPU and `XLA_FLAGS` does not set them
+    itself (then the user's or `fast_compilation`'s choice holds)."""
     from importlib.metadata import version
 
     checked = version("jaxlib").startswith("0.10.")
     monkeypatch.setattr(_cache, "_one_core", lambda: False)
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
-    assert sr.compiler_options() == ({"xla_cpu_use_fusion_emitters": False} if checked else {})
+    library = {"xla_cpu_experimental_ynn_fusion_type": ""}
+    emitters = {"xla_cpu_use_fusion_emitters": False, **library}
+    assert sr.compiler_options() == (emitters if checked else {})
     loops = {"xla_disable_hlo_passes": "while-loop-invariant-code-motion,simplify-while-loops"}
-    assert sr.compiler_options(loops=True) == (
-        {"xla_cpu_use_fusion_emitters": False, **loops} if checked else {}
-    )
+    assert sr.compiler_options(loops=True) == ({**emitters, **loops} if checked else {})
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
-    assert sr.compiler_options() == {}
-    assert sr.compiler_options(loops=True) == (loops if checked else {})
+    assert sr.compiler_options() == (library if checked else {})
+    assert sr.compiler_options(loops=True) == ({**library, **loops} if checked else {})
+    flag = "--xla_cpu_experimental_ynn_fusion_type=LIBRARY_FUSION_TYPE_DOT"  # the user's holds
+    monkeypatch.setenv("XLA_FLAGS", flag)
+    assert "xla_cpu_experimental_ynn_fusion_type" not in sr.compiler_options()
     monkeypatch.setenv("XLA_FLAGS", "--xla_disable_hlo_passes=algsimp")  # the user's list holds
     assert "xla_disable_hlo_passes" not in sr.compiler_options(loops=True)
     # confined to one core: XLA's memory-optimized schedule, unless XLA_FLAGS picks one
     monkeypatch.setattr(_cache, "_one_core", lambda: True)
     monkeypatch.setenv("XLA_FLAGS", "")
     schedule = {"xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"}
-    assert sr.compiler_options() == (
-        {"xla_cpu_use_fusion_emitters": False, **schedule} if checked else {}
-    )
+    assert sr.compiler_options() == ({**emitters, **schedule} if checked else {})
     for flag in (
         "--xla_cpu_enable_concurrency_optimized_scheduler=true",
         "--xla_cpu_scheduler_type=CPU_SCHEDULER_TYPE_DEFAULT",
@@ -561,6 +562,31 @@ def test_one_core_schedule_is_accepted_and_changes_nothing_computed():
     wrong = {**base, "xla_cpu_scheduler_type": "NO_SUCH_SCHEDULE"}
     with pytest.raises(Exception, match="xla_cpu_scheduler_type"):
         jax.jit(fd, compiler_options=wrong).lower(q).compile()
+
+
+@pytest.mark.skipif(
+    not _cache._checked_release(), reason="the option is checked on jaxlib 0.10 only"
+)
+def test_no_library_fusions_and_the_same_numbers():
+    """`compiler_options()` leaves XLA:CPU's YNNPACK fusions out of softrigid's programs (their
+    dots run in XLA's own kernels): the compiled program has none where XLA's default makes
+    them, and the dynamics are equal to rounding."""
+    rng = np.random.default_rng(4)
+    body = sr.RigidBody(1.0, (0.0, 0.0, 0.3), 0.01 * jnp.eye(3))
+    robot = sr.Robot([sr.Link(sr.joints.Spherical(), body)] * 4, gravity=(0.0, 0.0, -9.81))
+    q, qd, qdd = (jnp.asarray(rng.normal(size=robot.n_q)) for _ in range(3))
+
+    def terms(q, qd, qdd):
+        return sr.mass_matrix(robot, q), sr.inverse_dynamics(robot, q, qd, qdd)
+
+    options = sr.compiler_options()
+    default = {k: v for k, v in options.items() if k != "xla_cpu_experimental_ynn_fusion_type"}
+    ours, xla = (
+        jax.jit(terms, compiler_options=o).lower(q, qd, qdd).compile() for o in (options, default)
+    )
+    assert "ynn" in xla.as_text().lower() and "ynn" not in ours.as_text().lower()
+    for a, b in zip(ours(q, qd, qdd), xla(q, qd, qdd)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
 def test_programs_take_their_options_at_the_top_level_only(monkeypatch):

@@ -82,7 +82,8 @@ def compiler_options(*, loops: bool = False) -> dict[str, Any]:
     dots in XLA's own kernels, not YNNPACK fusion thunks), which a cached program rebuilds
     slowly at load: the helicoid robot's closed-loop Jacobian (Simulation 1) loads in 12.9
     instead of 18.0 s, its derivatives compile in 24.7 instead of 27.3 s, and the programs run
-    as fast (README, "No library fusions"). Not set where `XLA_FLAGS` sets it.
+    as fast or faster (its full mesh's inverse dynamics 15–18 instead of 24–33 ms; README, "No
+    library fusions"). Not set where `XLA_FLAGS` sets it.
 
     With `loops`, for programs whose loops hold a whole model evaluation (the statics' Newton
     and Levenberg–Marquardt loops), XLA's loop-invariant code motion and while-loop simplifier

@@ -270,7 +270,9 @@ def equilibria(robot: sr.Robot, samples: int) -> Equilibria:
             flush=True,
         )
     qs = np.stack(rows["q"])
-    ys = np.asarray(jax.vmap(lambda x: control.actuation_coordinates(robot, x))(jnp.asarray(qs)))
+    # one compiled program per configuration (the closed loop's thread compiled it already),
+    # not a `vmap` run eagerly, operation by operation (3 s)
+    ys = np.stack([np.asarray(control.actuation_coordinates(robot, jnp.asarray(x))) for x in qs])
     return Equilibria(
         times, qs, np.stack(rows["u"]), ys, np.asarray(rows["err"]), np.asarray(rows["s"])
     )

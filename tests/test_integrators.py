@@ -237,6 +237,16 @@ def test_vmap_controller_gains_and_recorded_inputs(double):
     assert not np.allclose(held.u[1], held.u[2])
 
 
+def test_adaptive_methods_record_the_inputs_at_the_grid_states(double):
+    # u on the grid from the callback's own program, the grid's two halves from two threads:
+    # every row is the law at its own state, in order (an odd number of states)
+    traj = sr.simulate(double, Q0, Z, 0.06, 0.01, controller=PD(20.0, 2.0), method="radau")
+    assert traj.u.shape == (7, 2)
+    bias = jax.vmap(lambda q, qd: sr.dynamics_terms(double, q, qd).bias)(traj.q, traj.qd)
+    np.testing.assert_allclose(traj.u, bias - 20.0 * traj.q - 2.0 * traj.qd, atol=1e-9)
+    assert not np.allclose(traj.u[0], traj.u[-1])
+
+
 def test_vector_field_with_diffrax(double):
     diffrax = pytest.importorskip("diffrax")
     f = vector_field(double)

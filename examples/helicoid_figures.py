@@ -43,8 +43,9 @@ def _frame(ax: Any, title: str) -> None:
     ax.tick_params(labelsize=5)
 
 
-def _save(fig: Any, path: Path) -> Path:
-    fig.tight_layout()
+def _save(fig: Any, path: Path, tight: bool = True) -> Path:
+    if tight:
+        fig.tight_layout()
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
@@ -162,4 +163,7 @@ def snapshots(
         target = targets(t[k]).reshape(3, 3)
         ax.scatter(target[:, 0], target[:, 1], -target[:, 2], c="k", s=6)
         _frame(ax, f"t = {t[k]:.2f} s")
-    return _save(fig, out / "snapshots.png")
+    # fixed margins: `tight_layout` draws the twelve 3D axes once more to measure them
+    # (0.4-0.6 s of the figure's 1.1-1.5 s, measured)
+    fig.subplots_adjust(left=0.0, right=0.98, bottom=0.02, top=0.95, wspace=0.05, hspace=0.2)
+    return _save(fig, out / "snapshots.png", tight=False)

@@ -31,6 +31,7 @@ __all__ = [
     "fast_compilation",
     "fused_loops",
     "jit",
+    "rule_directory",
     "synchronous_dispatch",
 ]
 
@@ -57,6 +58,9 @@ _LIBRARY_OPTION = "xla_cpu_experimental_ynn_fusion_type"
 _EXTRA_OPTIONS = "--xla_backend_extra_options="
 _LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
 LOOP_BYTES = 65536
+# where `enable_compilation_cache` keeps compressed quadrature rules (`quadrature.compress`)
+_RULES_FOLDER = "quadrature"
+_rules: Path | None = None
 
 
 @functools.cache
@@ -323,11 +327,20 @@ def synchronous_dispatch() -> bool:
     return True
 
 
+def rule_directory() -> Path | None:
+    """Where `quadrature.compress` keeps its rules for later processes (`None`: nowhere), set by
+    `enable_compilation_cache`."""
+    return _rules
+
+
 def enable_compilation_cache(
     directory: str | os.PathLike[str] | None = None, *, min_compile_time_s: float = 0.0
 ) -> Path:
     """Store the programs JAX compiles in `directory`, and load them from there in later
-    processes (JAX's persistent compilation cache, for every program of the process).
+    processes (JAX's persistent compilation cache, for every program of the process); and keep
+    the compressed quadrature rules of `quadrature.compress` in its folder `quadrature`, so
+    that a later process compressing the same rule to the same degree reads the nodes and
+    weights instead of solving again (the helicoid's 37,632-node rule to degree 8: 3.6 s).
 
     Args:
         directory: where the programs go; default: the environment variable `SOFTRIGID_CACHE`,
@@ -342,6 +355,7 @@ def enable_compilation_cache(
         >>> import softrigid as sr
         >>> sr.enable_compilation_cache("/tmp/softrigid-cache")  # doctest: +SKIP
     """
+    global _rules
     if isinstance(min_compile_time_s, bool) or not isinstance(min_compile_time_s, (int, float)):
         raise TypeError(f"min_compile_time_s must be a number, got {min_compile_time_s!r}")
     if not min_compile_time_s >= 0.0:
@@ -357,6 +371,7 @@ def enable_compilation_cache(
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_s))
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    _rules = path / _RULES_FOLDER
     # JAX decides once per process whether the cache is used (at the first compilation): start
     # over, so that a call after some programs were compiled takes effect too
     compilation_cache.reset_cache()

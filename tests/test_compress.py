@@ -155,6 +155,89 @@ def test_non_positive_weights(bad):
         quadrature.compress(_with_weights(rule, weights), 2)
 
 
+# --- rules kept between processes (`enable_compilation_cache`) ----------------------------
+
+
+@pytest.fixture
+def kept(tmp_path, monkeypatch):
+    """The folder `enable_compilation_cache` would give `compress` (without touching JAX's
+    configuration), and a count of the solves `compress` makes."""
+    from softrigid import _cache
+    from softrigid.quadrature import _compress
+
+    folder = tmp_path / "quadrature"
+    monkeypatch.setattr(_cache, "_rules", folder)
+    solves = []
+    fit = _compress._fit
+    monkeypatch.setattr(_compress, "_fit", lambda *a: solves.append(1) or fit(*a))
+    return folder, solves
+
+
+def _same(a, b):
+    rule_a, info_a = a
+    rule_b, info_b = b
+    np.testing.assert_array_equal(rule_a.points, rule_b.points)
+    np.testing.assert_array_equal(rule_a.weights, rule_b.weights)
+    assert info_a._replace(indices=None) == info_b._replace(indices=None)
+    np.testing.assert_array_equal(info_a.indices, info_b.indices)
+
+
+def test_kept_rule_is_read_back_not_solved_again(kept):
+    folder, solves = kept
+    first = quadrature.compress(cylinder_rule(), 3, return_info=True)
+    assert len(solves) == 1 and len(list(folder.glob("*.npz"))) == 1
+    second = quadrature.compress(cylinder_rule(), 3, return_info=True)
+    assert len(solves) == 1  # read, not solved
+    _same(first, second)
+    _same(first, compressed(3))  # what a process without the folder computes
+    # another degree, other weights or a density are other entries
+    quadrature.compress(cylinder_rule(), 2)
+    weights = np.asarray(cylinder_rule().weights) * 2.0
+    quadrature.compress(_with_weights(cylinder_rule(), weights), 3)
+    rule = cylinder_rule()
+    dense = quadrature.QuadratureRule(rule.points, rule.weights, density=np.full(105, 7.0))
+    quadrature.compress(dense, 3)
+    assert len(solves) == 4 and len(list(folder.glob("*.npz"))) == 4
+
+
+def test_unreadable_or_unfitting_entry_is_solved_again(kept):
+    folder, solves = kept
+    first = quadrature.compress(cylinder_rule(), 3, return_info=True)
+    (entry,) = folder.glob("*.npz")
+    entry.write_bytes(b"not a zip file")
+    _same(first, quadrature.compress(cylinder_rule(), 3, return_info=True))
+    assert len(solves) == 2
+    # an entry whose indices do not fit the rule (here: beyond its nodes)
+    np.savez(entry, indices=np.array([3, 500]), weights=np.ones(2), residual=0.0, rank=1, bound=1)
+    _same(first, quadrature.compress(cylinder_rule(), 3, return_info=True))
+    assert len(solves) == 3
+    assert len(list(folder.iterdir())) == 1  # rewritten whole, no temporary file left
+
+
+def test_rules_not_kept_without_the_cache_or_on_errors(kept, monkeypatch):
+    from softrigid import _cache
+
+    folder, solves = kept
+    with pytest.raises(ValueError, match="cannot support degree 4"):
+        quadrature.compress(quadrature.tetrahedron(degree=2), 4)
+    assert not folder.exists()
+    monkeypatch.setattr(_cache, "_rules", None)
+    quadrature.compress(cylinder_rule(), 2)
+    quadrature.compress(cylinder_rule(), 2)
+    assert not folder.exists() and len(solves) == 3  # solved each time, nothing kept
+
+
+def test_unwritable_folder_warns_and_still_compresses(kept, monkeypatch):
+    from softrigid import _cache
+
+    folder, _ = kept
+    folder.parent.joinpath("file").write_text("")
+    monkeypatch.setattr(_cache, "_rules", folder.parent / "file" / "quadrature")
+    with pytest.warns(UserWarning, match="could not keep the rule"):
+        rule = quadrature.compress(cylinder_rule(), 2)
+    np.testing.assert_array_equal(rule.weights, compressed(2)[0].weights)
+
+
 # --- dynamics on a compressed rule against the full one ------------------------------------
 
 

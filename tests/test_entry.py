@@ -315,18 +315,24 @@ import jax
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp
 import softrigid as sr
-from softrigid import joints
+from softrigid import joints, quadrature
+from softrigid.quadrature import _compress
 
 events = []
 jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
 sr.enable_compilation_cache(sys.argv[1])
+# a compressed rule: solved by the first process, read back by the second
+solves, fit = [], _compress._fit
+_compress._fit = lambda *a: solves.append(1) or fit(*a)
+small = quadrature.compress(quadrature.cylinder(0.03, 0.3, n_axial=5, n_radial=3, n_angular=7), 3)
 body = sr.RigidBody(1.5, (0.0, 0.0, -0.2), 1e-3 * jnp.eye(3))
 robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), body), sr.Link(joints.Revolute((1, 0, 0)), body)])
 events.clear()
 qdd = sr.forward_dynamics(robot, jnp.array([0.3, -0.2]), jnp.array([0.1, 0.4]), jnp.zeros(2))
 # a jit of the user's around a public function: its checks are fault calls, no host callback
 nu = jax.jit(lambda q: sr.inverse_dynamics(robot, q, q, q))(jnp.array([0.3, -0.2]))
-print(json.dumps({"qdd": qdd.tolist(), "nu": nu.tolist(),
+print(json.dumps({"qdd": qdd.tolist(), "nu": nu.tolist(), "solves": len(solves),
+                  "weights": small.weights.tolist(),
                   "hits": events.count("/jax/compilation_cache/cache_hits"),
                   "misses": events.count("/jax/compilation_cache/cache_misses")}))
 """
@@ -343,12 +349,16 @@ def _python(code, *args, env=None):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_a_second_process_loads_the_first_call_from_the_cache(tmp_path):
+def test_a_second_process_loads_the_first_call_and_the_rule_from_the_cache(tmp_path):
     first, second = _python(_CACHED, str(tmp_path)), _python(_CACHED, str(tmp_path))
     assert first["misses"] >= 1 and any(tmp_path.iterdir())
     assert second["misses"] == 0 and second["hits"] == first["misses"] >= 2
     np.testing.assert_array_equal(second["qdd"], first["qdd"])
     np.testing.assert_array_equal(second["nu"], first["nu"])
+    # the compressed rule kept in the folder `quadrature` and read back, not solved again
+    assert (first["solves"], second["solves"]) == (1, 0)
+    assert len(list((tmp_path / "quadrature").glob("*.npz"))) == 1
+    np.testing.assert_array_equal(second["weights"], first["weights"])
 
 
 def test_enable_compilation_cache_refuses_bad_arguments(tmp_path):

@@ -130,6 +130,11 @@ class Body(abc.ABC):
     def map_points(self, q: Array, points: Array) -> Array:
         """Positions `(M, 3)` of material points `points` `(M, 3)` in the proximal frame."""
 
+    def posed_points(self, q: Array, points: Array) -> tuple[Pose, Array]:
+        """`(distal_pose(q), map_points(q, points))` (a body whose distal pose comes from its
+        map overrides it to map both in one call)."""
+        return self.distal_pose(q), self.map_points(q, points)
+
     @abc.abstractmethod
     def mass_points(self, q: Array) -> tuple[Array, Array]:
         """Mass-carrying points `(K, 3)` in the proximal frame and their masses `(K,)`."""

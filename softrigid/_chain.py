@@ -43,7 +43,12 @@ def _poses(link: Link, q: Array) -> tuple[Array, Array, Array, Array]:
 
 def _scan_poses(robot: Robot, q: Array) -> tuple[Array, Array, Array, Array]:
     parts = rec.map_groups(robot, _poses, rec.coords(q))
-    rj, tj, rot, trans = (jnp.concatenate(x) for x in zip(*parts))
+    return _prefix(*(jnp.concatenate(x) for x in zip(*parts)))
+
+
+def _prefix(rj: Array, tj: Array, rot: Array, trans: Array) -> tuple[Array, Array, Array, Array]:
+    """World poses of the proximal and distal frames `(N, 3, 3)`, `(N, 3)` each from every
+    link's joint transform `(rj, tj)` and relative pose `(rot, trans)`."""
 
     def step(carry: tuple[Array, Array], x: tuple[Array, ...]) -> Any:
         rw, tw = carry
@@ -55,7 +60,7 @@ def _scan_poses(robot: Robot, q: Array) -> tuple[Array, Array, Array, Array]:
         distal = (matmul(rw, r), tw + matvec(rw, t))
         return distal, (proximal, distal)
 
-    init = (jnp.eye(3, dtype=q.dtype), jnp.zeros(3, q.dtype))
+    init = (jnp.eye(3, dtype=rot.dtype), jnp.zeros(3, rot.dtype))
     (prox_r, prox_t), (dist_r, dist_t) = jax.lax.scan(step, init, (rj, tj, rot, trans))[1]
     return prox_r, prox_t, dist_r, dist_t
 
@@ -100,6 +105,15 @@ def _mapped(robot: Robot, q: Array, pose: tuple[Array, Array], i: int, points: A
     return matvec(rot[i], robot.links[i].body.map_points(q[robot.body_slice(i)], points)) + trans[i]
 
 
+def _posed(link: Link, q: Array, points: Array) -> tuple[Array, ...]:
+    """`_poses` and the body's material `points` in its proximal frame, from one evaluation
+    of the body's map (`Body.posed_points`)."""
+    nj = link.joint.n_q
+    rj, tj = link.joint.transform(q[:nj])
+    (rb, tb), mapped = link.body.posed_points(q[nj:], points)
+    return rj, tj, matmul(rj, rb), tj + matvec(rj, tb), mapped
+
+
 def grouped_world_points(
     robot: Robot, q: Array, entries: Sequence[tuple[int, Array]]
 ) -> list[Array]:
@@ -107,16 +121,18 @@ def grouped_world_points(
     body, `(R_i, t_i)` its proximal pose. The entries of one link are mapped in one call, and
     the links of a group of identical bodies in one `vmap` (each link's points padded to the
     group's largest set with copies of its first point), so a model traces and compiles each
-    body's map once, not once per link or entry."""
-    rot, trans = proximal_poses(robot, q)
+    body's map once, not once per link or entry. Where every link of a group has entries (a
+    tendon through every segment), the same call maps the body's distal frame too: one
+    evaluation of each body's map for the chain's poses and the points."""
     of_link: dict[int, list[int]] = {}
     for e, (i, _) in enumerate(entries):
         of_link.setdefault(i, []).append(e)
     points = {i: jnp.concatenate([entries[e][1] for e in es]) for i, es in of_link.items()}
-    out: dict[int, Array] = {}
+    poses, local = [], {}
     for g in rec.groups(robot):
         members = [i for i in range(g.start, g.start + g.size) if i in points]
         if not members:
+            poses.append(jax.vmap(_poses)(*_stacked(robot, q, range(g.start, g.start + g.size))))
             continue
         size = max(points[i].shape[0] for i in members)
         padded = jnp.stack(
@@ -125,17 +141,32 @@ def grouped_world_points(
                 for i in members
             ]
         )
-        links = jax.tree_util.tree_map(
-            lambda *xs: jnp.stack(xs), *(robot.links[i] for i in members)
-        )
-        coords = jnp.stack([q[robot.body_slice(i)] for i in members])
-        mapped = jax.vmap(lambda link, qb, x: link.body.map_points(qb, x))(links, coords, padded)
+        links, coords = _stacked(robot, q, members)
+        if len(members) == g.size:
+            *pose, mapped = jax.vmap(_posed)(links, coords, padded)
+            poses.append(pose)
+        else:
+            poses.append(jax.vmap(_poses)(*_stacked(robot, q, range(g.start, g.start + g.size))))
+            body = coords[:, robot.links[members[0]].joint.n_q :]
+            mapped = jax.vmap(lambda link, qb, x: link.body.map_points(qb, x))(links, body, padded)
         for j, i in enumerate(members):
-            world = matvec(rot[i], mapped[j, : points[i].shape[0]]) + trans[i]
-            ends = np.cumsum([0] + [entries[e][1].shape[0] for e in of_link[i]])
-            for e, a, b in zip(of_link[i], ends[:-1], ends[1:]):
-                out[e] = world[a:b]
+            local[i] = mapped[j, : points[i].shape[0]]
+    rot, trans = _prefix(*(jnp.concatenate(x) for x in zip(*poses)))[:2]
+    out: dict[int, Array] = {}
+    for i, pts in local.items():
+        world = matvec(rot[i], pts) + trans[i]
+        ends = np.cumsum([0] + [entries[e][1].shape[0] for e in of_link[i]])
+        for e, a, b in zip(of_link[i], ends[:-1], ends[1:]):
+            out[e] = world[a:b]
     return [out[e] for e in range(len(entries))]
+
+
+def _stacked(robot: Robot, q: Array, members: Any) -> tuple[Any, Array]:
+    """The links `members` stacked (one pytree, leading axis the links) and their coordinates
+    `(len(members), n)` (links of one group)."""
+    members = list(members)
+    links = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *(robot.links[i] for i in members))
+    return links, jnp.stack([q[robot.q_slices()[i]] for i in members])
 
 
 @algorithm(static_argnames=("i",))

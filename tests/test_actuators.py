@@ -408,3 +408,41 @@ def test_actuation_matrix_differentiable_under_jit(cc_chain):
     d_a = jax.jit(jax.jacfwd(lambda x: actuation_matrix(robot, x)))(q)
     assert d_a.shape == (4, 1, 4)
     np.testing.assert_allclose(d_a, 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "links",
+    [
+        (1, 2, 3),  # every segment of the group: its distal frames mapped in the same call
+        (1, 2),  # some of them: the frames and the points mapped apart
+        (0, 3),  # the rigid link and one segment
+    ],
+)
+def test_grouped_world_points_are_the_world_points(links):
+    """The tendons' points (`_chain.grouped_world_points`, one map call per group for the
+    chain's poses and the points where every link of the group has points) equal each link's
+    `world_points`, values and Jacobians, on a revolute rigid link and three CC segments."""
+    from softrigid._chain import grouped_world_points
+
+    segment = sr.SoftBody(
+        kinematics.ConstantCurvature3D(0.3),
+        quadrature.cylinder(0.03, 0.3, n_axial=3, n_radial=1, n_angular=3),
+        density=1000.0,
+    )
+    rigid = sr.RigidBody(0.5, (0.0, 0.0, 0.1), 1e-3 * jnp.eye(3), distal=(jnp.eye(3), (0, 0, 0.2)))
+    chain = [sr.Link(joints.Revolute((0.0, 1.0, 0.0)), rigid)]
+    robot = sr.Robot(chain + [sr.Link(joints.Fixed(), segment) for _ in range(3)])
+    q = jnp.asarray(np.random.default_rng(3).uniform(-0.5, 0.5, robot.n_q))
+    pts = (jnp.array([[0.01, 0.0, 0.1], [0.0, 0.01, 0.3]]), jnp.array([[0.01, 0.01, 0.2]]))
+    entries = [(i, pts[k % 2]) for k, i in enumerate(links)] + [(links[0], pts[1])]
+
+    def grouped(x):
+        return jnp.concatenate([p.ravel() for p in grouped_world_points(robot, x, entries)])
+
+    def one_by_one(x):
+        return jnp.concatenate([sr.world_points(robot, x, i, p).ravel() for i, p in entries])
+
+    np.testing.assert_allclose(grouped(q), one_by_one(q), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(
+        jax.jacfwd(grouped)(q), jax.jacfwd(one_by_one)(q), rtol=0, atol=1e-13
+    )

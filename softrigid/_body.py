@@ -94,8 +94,9 @@ class Body(abc.ABC):
     whose terms map its distal frame anyway overrides the two `*_level` methods so that the
     pose's derivatives come from the same pass. Energies for `s = ∂U/∂q + ∂R/∂q̇`:
     `elastic_energy`, `dissipation` (zero unless the body has a material). Points:
-    `map_points` (material points in the proximal frame), `local_points` (in `S_i`) and
-    `mass_points` (mass-carrying points in the proximal frame, for gravity and plotting).
+    `map_points` (material points in the proximal frame), `posed_points` (the distal pose with
+    them, from one evaluation of the map where the body has one), `local_points` (in `S_i`)
+    and `mass_points` (mass-carrying points in the proximal frame, for gravity and plotting).
     """
 
     n_q: int

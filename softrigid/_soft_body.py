@@ -193,15 +193,13 @@ class SoftBody(Body):
         return self.kinematics.map_points(points, q)
 
     def posed_points(self, q: Array, points: Array) -> tuple[Pose, Array]:
-        """The distal pose and `f(x, q_B)` of `points` from one call of the map (the frame
-        points and `points` together: a map's per-call work, a `Composite`'s `prepare`, done
-        once), or the exact distal pose where the kinematics has one."""
+        """The distal pose and `f(x, q_B)` of `points` from one call of the map with the frame
+        points (a `Composite`'s `prepare` done once), or the kinematics' exact distal pose."""
         if self.kinematics.exact_distal:
             return self.distal_pose(q), self.map_points(q, points)
-        k = self.frame_points.shape[0]
-        both = jnp.concatenate([self.frame_points.astype(points.dtype), points])
-        images = self.kinematics.map_points(both, q)
-        return self._pose_from(images[:k]), images[k:]
+        frame = self.frame_points.astype(points.dtype)
+        images = self.kinematics.map_points(jnp.concatenate([frame, points]), q)
+        return self._pose_from(images[: len(frame)]), images[len(frame) :]
 
     def _nodes(self, q: Array) -> tuple[Array, Pose]:
         """The quadrature nodes in `S_i` and the distal pose `(R_B, t_B)` they were placed with

@@ -140,6 +140,10 @@ class Body(abc.ABC):
     def mass_points(self, q: Array) -> tuple[Array, Array]:
         """Mass-carrying points `(K, 3)` in the proximal frame and their masses `(K,)`."""
 
+    def posed_mass_points(self, q: Array) -> tuple[Pose, tuple[Array, Array]]:
+        """`(distal_pose(q), mass_points(q))` (see `posed_points`)."""
+        return self.distal_pose(q), self.mass_points(q)
+
     def local_points(self, q: Array, points: Array) -> Array:
         """Material points `(M, 3)` in the distal frame `S_i`: `R_Bᵀ (f(x, q_B) − t_B)`."""
         rot, trans = self.distal_pose(q)

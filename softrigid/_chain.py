@@ -29,6 +29,7 @@ __all__ = [
     "links_world_points",
     "mass_points_world",
     "material_points",
+    "prefix_poses",
     "proximal_poses",
     "world_points",
 ]
@@ -43,10 +44,12 @@ def _poses(link: Link, q: Array) -> tuple[Array, Array, Array, Array]:
 
 def _scan_poses(robot: Robot, q: Array) -> tuple[Array, Array, Array, Array]:
     parts = rec.map_groups(robot, _poses, rec.coords(q))
-    return _prefix(*(jnp.concatenate(x) for x in zip(*parts)))
+    return prefix_poses(*(jnp.concatenate(x) for x in zip(*parts)))
 
 
-def _prefix(rj: Array, tj: Array, rot: Array, trans: Array) -> tuple[Array, Array, Array, Array]:
+def prefix_poses(
+    rj: Array, tj: Array, rot: Array, trans: Array
+) -> tuple[Array, Array, Array, Array]:
     """World poses of the proximal and distal frames `(N, 3, 3)`, `(N, 3)` each from every
     link's joint transform `(rj, tj)` and relative pose `(rot, trans)`."""
 
@@ -151,7 +154,7 @@ def grouped_world_points(
             mapped = jax.vmap(lambda link, qb, x: link.body.map_points(qb, x))(links, body, padded)
         for j, i in enumerate(members):
             local[i] = mapped[j, : points[i].shape[0]]
-    rot, trans = _prefix(*(jnp.concatenate(x) for x in zip(*poses)))[:2]
+    rot, trans = prefix_poses(*(jnp.concatenate(x) for x in zip(*poses)))[:2]
     out: dict[int, Array] = {}
     for i, pts in local.items():
         world = matvec(rot[i], pts) + trans[i]

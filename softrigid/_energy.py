@@ -18,8 +18,9 @@ from jax import Array
 from . import _recursion as rec
 from ._body import MassMoments
 from ._body import kinetic_energy as _body_kinetic_energy
-from ._chain import proximal_poses
+from ._chain import prefix_poses
 from ._entry import algorithm
+from ._math import matmul, matvec
 from ._model import Link, Robot
 
 __all__ = [
@@ -113,11 +114,15 @@ def total_dissipation(robot: Robot, q: Array, qd: Array) -> Array:
     return _sum(rec.map_groups(robot, link_dissipation, rec.coords(q), rec.coords(qd)), q.dtype)
 
 
-def _mass_moment(link: Link, q: Array) -> tuple[Array, Array]:
-    """A body's mass `Σ_k m_k` and first moment `Σ_k m_k f(x_k, q_B)` `(3,)`, in its proximal
-    frame."""
-    points, masses = link.body.mass_points(q[link.joint.n_q :])
-    return jnp.sum(masses), masses @ points
+def _posed_moment(link: Link, q: Array) -> tuple[tuple[Array, ...], tuple[Array, Array]]:
+    """A link's joint transform and relative pose (`_chain.prefix_poses`'s inputs), and its
+    body's mass `Σ_k m_k` and first moment `Σ_k m_k f(x_k, q)` `(3,)` in its proximal frame,
+    the pose and the nodes from one call of the body's map where it has one
+    (`Body.posed_mass_points`)."""
+    nj = link.joint.n_q
+    rj, tj = link.joint.transform(q[:nj])
+    (rb, tb), (points, masses) = link.body.posed_mass_points(q[nj:])
+    return (rj, tj, matmul(rj, rb), tj + matvec(rj, tb)), (jnp.sum(masses), masses @ points)
 
 
 def gravity_energy(robot: Robot, q: Array) -> Array:
@@ -127,10 +132,9 @@ def gravity_energy(robot: Robot, q: Array) -> Array:
         V_g = −gravity · Σ_i (R_i c_i + m_i t_i),
 
     each group of identical bodies mapped once (`map_groups`)."""
-    rot, trans = proximal_poses(robot, q)
-    mass, first = (
-        rec.concat(list(x)) for x in zip(*rec.map_groups(robot, _mass_moment, rec.coords(q)))
-    )
+    poses, moments = zip(*rec.map_groups(robot, _posed_moment, rec.coords(q)))
+    rot, trans = prefix_poses(*(rec.concat(list(x)) for x in zip(*poses)))[:2]
+    mass, first = (rec.concat(list(x)) for x in zip(*moments))
     world = jnp.einsum("nij,nj->i", rot, first) + mass @ trans
     return -world @ robot.gravity.astype(q.dtype)
 

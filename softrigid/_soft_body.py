@@ -341,6 +341,14 @@ class SoftBody(Body):
             self.volume.points, q, self.volume.n_axial
         ), self.mass_weights
 
+    def posed_mass_points(self, q: Array) -> tuple[Pose, tuple[Array, Array]]:
+        """The distal pose and `mass_points`, the nodes mapped with the frame points in one
+        call where the pose comes from the map and the rule has no rows (`posed_points`)."""
+        if self.kinematics.exact_distal or self.volume.n_axial is not None:
+            return self.distal_pose(q), self.mass_points(q)
+        pose, points = self.posed_points(q, self.volume.points)
+        return pose, (points, self.mass_weights)
+
     def elastic_energy(self, q: Array) -> Array:
         """`U(q_B)` of the body's material (zero without one)."""
         if self.material is None:

@@ -26,6 +26,7 @@ __all__ = [
     "distal_poses",
     "forward_kinematics",
     "grouped_world_points",
+    "link_pose",
     "links_world_points",
     "mass_points_world",
     "material_points",
@@ -35,11 +36,19 @@ __all__ = [
 ]
 
 
-def _poses(link: Link, q: Array) -> tuple[Array, Array, Array, Array]:
-    nj = link.joint.n_q
-    rj, tj = link.joint.transform(q[:nj])
-    rb, tb = link.body.distal_pose(q[nj:])
+def link_pose(
+    link: Link, q: Array, body_pose: tuple[Array, Array]
+) -> tuple[Array, Array, Array, Array]:
+    """`(R_J, t_J, R_J R_B, t_J + R_J t_B)`: the joint's transform at the link's coordinates `q`
+    and the link's relative pose `T_i = T_J T_B` from the body's distal pose `(R_B, t_B)`
+    (`prefix_poses`'s inputs)."""
+    rj, tj = link.joint.transform(q[: link.joint.n_q])
+    rb, tb = body_pose
     return rj, tj, matmul(rj, rb), tj + matvec(rj, tb)
+
+
+def _poses(link: Link, q: Array) -> tuple[Array, Array, Array, Array]:
+    return link_pose(link, q, link.body.distal_pose(q[link.joint.n_q :]))
 
 
 def _scan_poses(robot: Robot, q: Array) -> tuple[Array, Array, Array, Array]:
@@ -111,10 +120,8 @@ def _mapped(robot: Robot, q: Array, pose: tuple[Array, Array], i: int, points: A
 def _posed(link: Link, q: Array, points: Array) -> tuple[Array, ...]:
     """`_poses` and the body's material `points` in its proximal frame, from one evaluation
     of the body's map (`Body.posed_points`)."""
-    nj = link.joint.n_q
-    rj, tj = link.joint.transform(q[:nj])
-    (rb, tb), mapped = link.body.posed_points(q[nj:], points)
-    return rj, tj, matmul(rj, rb), tj + matvec(rj, tb), mapped
+    pose, mapped = link.body.posed_points(q[link.joint.n_q :], points)
+    return (*link_pose(link, q, pose), mapped)
 
 
 def grouped_world_points(
@@ -133,25 +140,19 @@ def grouped_world_points(
     points = {i: jnp.concatenate([entries[e][1] for e in es]) for i, es in of_link.items()}
     poses, local = [], {}
     for g in rec.groups(robot):
-        members = [i for i in range(g.start, g.start + g.size) if i in points]
-        if not members:
-            poses.append(jax.vmap(_poses)(*_stacked(robot, q, range(g.start, g.start + g.size))))
-            continue
-        size = max(points[i].shape[0] for i in members)
-        padded = jnp.stack(
-            [
-                jnp.concatenate([points[i], jnp.repeat(points[i][:1], size - len(points[i]), 0)])
-                for i in members
-            ]
-        )
-        links, coords = _stacked(robot, q, members)
-        if len(members) == g.size:
-            *pose, mapped = jax.vmap(_posed)(links, coords, padded)
-            poses.append(pose)
+        whole = range(g.start, g.start + g.size)
+        members = [i for i in whole if i in points]
+        if members and len(members) == g.size:
+            *pose, mapped = jax.vmap(_posed)(*_stacked(robot, q, whole), _padded(points, members))
         else:
-            poses.append(jax.vmap(_poses)(*_stacked(robot, q, range(g.start, g.start + g.size))))
-            body = coords[:, robot.links[members[0]].joint.n_q :]
-            mapped = jax.vmap(lambda link, qb, x: link.body.map_points(qb, x))(links, body, padded)
+            pose = jax.vmap(_poses)(*_stacked(robot, q, whole))
+            if members:
+                links, coords = _stacked(robot, q, members)
+                body = coords[:, robot.links[members[0]].joint.n_q :]
+                mapped = jax.vmap(lambda link, qb, x: link.body.map_points(qb, x))(
+                    links, body, _padded(points, members)
+                )
+        poses.append(pose)
         for j, i in enumerate(members):
             local[i] = mapped[j, : points[i].shape[0]]
     rot, trans = prefix_poses(*(jnp.concatenate(x) for x in zip(*poses)))[:2]
@@ -162,6 +163,18 @@ def grouped_world_points(
         for e, a, b in zip(of_link[i], ends[:-1], ends[1:]):
             out[e] = world[a:b]
     return [out[e] for e in range(len(entries))]
+
+
+def _padded(points: dict[int, Array], members: list[int]) -> Array:
+    """The members' points stacked `(len(members), M, 3)`, each set padded to the largest with
+    copies of its first point."""
+    size = max(points[i].shape[0] for i in members)
+    return jnp.stack(
+        [
+            jnp.concatenate([points[i], jnp.repeat(points[i][:1], size - len(points[i]), 0)])
+            for i in members
+        ]
+    )
 
 
 def _stacked(robot: Robot, q: Array, members: Any) -> tuple[Any, Array]:

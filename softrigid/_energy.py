@@ -18,9 +18,8 @@ from jax import Array
 from . import _recursion as rec
 from ._body import MassMoments
 from ._body import kinetic_energy as _body_kinetic_energy
-from ._chain import prefix_poses
+from ._chain import link_pose, prefix_poses
 from ._entry import algorithm
-from ._math import matmul, matvec
 from ._model import Link, Robot
 
 __all__ = [
@@ -119,10 +118,8 @@ def _posed_moment(link: Link, q: Array) -> tuple[tuple[Array, ...], tuple[Array,
     body's mass `Σ_k m_k` and first moment `Σ_k m_k f(x_k, q)` `(3,)` in its proximal frame,
     the pose and the nodes from one call of the body's map where it has one
     (`Body.posed_mass_points`)."""
-    nj = link.joint.n_q
-    rj, tj = link.joint.transform(q[:nj])
-    (rb, tb), (points, masses) = link.body.posed_mass_points(q[nj:])
-    return (rj, tj, matmul(rj, rb), tj + matvec(rj, tb)), (jnp.sum(masses), masses @ points)
+    pose, (points, masses) = link.body.posed_mass_points(q[link.joint.n_q :])
+    return link_pose(link, q, pose), (jnp.sum(masses), masses @ points)
 
 
 def gravity_energy(robot: Robot, q: Array) -> Array:

@@ -344,7 +344,7 @@ class SoftBody(Body):
     def posed_mass_points(self, q: Array) -> tuple[Pose, tuple[Array, Array]]:
         """The distal pose and `mass_points`, the nodes mapped with the frame points in one
         call where the pose comes from the map and the rule has no rows (`posed_points`)."""
-        if self.kinematics.exact_distal or self.volume.n_axial is not None:
+        if self.volume.n_axial is not None:
             return self.distal_pose(q), self.mass_points(q)
         pose, points = self.posed_points(q, self.volume.points)
         return pose, (points, self.mass_weights)

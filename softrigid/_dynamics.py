@@ -76,6 +76,13 @@ def actuation(robot: Robot, q: Array) -> Array:
     return jnp.concatenate([kind.group_columns(robot, q, list(g)) for kind, g in groups], axis=1)
 
 
+def generalized_input(robot: Robot, q: Array, u: Array) -> Array:
+    """`ν = A(q) u` (unchecked core): `u` itself for a robot without actuators (`A = I`; XLA
+    does not simplify a product with an identity it builds, an `n_q × n_q` kernel and a `dot`
+    per call)."""
+    return actuation(robot, q) @ u if robot.actuators else u
+
+
 @algorithm()
 def inertial_inverse_dynamics(robot: Robot, q: Array, qd: Array, qdd: Array) -> Array:
     """Inertial inverse dynamics (IID, Algorithm 1): `M(q) q̈ + c(q, q̇)` `(n_q,)`.
@@ -248,7 +255,8 @@ def solve_accelerations(robot: Robot, t: DynamicsTerms, u: Array, check: bool = 
     factor, lower = jax.scipy.linalg.cho_factor(t.mass_matrix)
     if check:
         factor = check_positive_definite("forward_dynamics", robot, t.mass_matrix, factor)
-    return jax.scipy.linalg.cho_solve((factor, lower), t.actuation @ u - t.bias)
+    nu = t.actuation @ u if robot.actuators else u
+    return jax.scipy.linalg.cho_solve((factor, lower), nu - t.bias)
 
 
 @algorithm(static_argnames=("solver",))
@@ -257,7 +265,7 @@ def _forward_dynamics(
 ) -> Array:
     # both paths check their factorization at run time (M, or every D_i), naming the coordinate
     if solver == "articulated":
-        return articulated_accelerations(robot, q, qd, actuation(robot, q) @ u, loads)
+        return articulated_accelerations(robot, q, qd, generalized_input(robot, q, u), loads)
     return solve_accelerations(robot, terms(robot, q, qd, loads), u)
 
 
@@ -301,4 +309,4 @@ def actuation_matrix(robot: Robot, q: Array) -> Array:
 def actuation_force(robot: Robot, q: Array, u: Array) -> Array:
     """The generalized actuation force `ν = A(q) u` `(n_q,)` for the inputs `u` `(n_u,)`
     (tendon tensions, pressures, joint torques/forces in the order of `robot.actuators`)."""
-    return actuation(robot, q) @ u
+    return generalized_input(robot, q, u)

@@ -7,6 +7,7 @@ derivatives through it; its run-time check; and its use by `simulate` and `vecto
 from __future__ import annotations
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -274,3 +275,34 @@ def test_simulate_and_vector_field_use_it():
     qdd_c = sr.forward_dynamics(robot, q0, qd0, law(0.0, q0, qd0), solver="cholesky")
     np.testing.assert_array_equal(qd_a, qd0)
     np.testing.assert_allclose(qdd_a, qdd_c, rtol=0, atol=1e-10 * np.max(np.abs(qdd_c)))
+
+
+def _dot_operand_shapes(jaxpr) -> list[tuple[int, ...]]:
+    """The operand shapes of every `dot_general` in a jaxpr and its sub-jaxprs."""
+    shapes = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "dot_general":
+            shapes += [tuple(v.aval.shape) for v in eqn.invars]
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            shapes += _dot_operand_shapes(sub)
+    return shapes
+
+
+@pytest.mark.parametrize("solver", ["articulated", "cholesky"])
+def test_no_identity_product_without_actuators(solver):
+    # A = I without actuators: `ν = u` directly, not an `n_q × n_q` identity built and
+    # multiplied at every call (`generalized_input`)
+    robot = random_rigid_chain(0, 7, kinds=("revolute",))[0]  # n_q = 7: not a 6 × 6 product
+    z = jnp.zeros(robot.n_q)
+    jaxpr = jax.make_jaxpr(lambda u: sr.forward_dynamics(robot, z, z, u, solver=solver))(z)
+    square = (robot.n_q, robot.n_q)
+    if solver == "articulated":
+        assert square not in _dot_operand_shapes(jaxpr.jaxpr)
+    u = jnp.linspace(-1.0, 1.0, robot.n_q)
+    np.testing.assert_array_equal(sr.actuation_force(robot, z, u), u)
+    np.testing.assert_allclose(
+        sr.forward_dynamics(robot, z, z, u, solver=solver),
+        jnp.linalg.solve(sr.mass_matrix(robot, z), u - sr.inverse_dynamics(robot, z, z, z)),
+        rtol=1e-10,
+        atol=1e-12,
+    )

@@ -35,7 +35,7 @@ from jax import Array
 
 from ._ad import directional_pair, value_and_jacfwd
 from ._body import BodyWrench, MassMoments, VelocityMoments, dalembert_wrench
-from ._math import contract, matmul, matvec, rmatvec, vee
+from ._math import contract, matmul_rows, matvec, rmatvec, vee
 from ._model import Link, Robot
 from ._passes import (
     LinkMotion,
@@ -174,7 +174,7 @@ def _placed(link: Link, rb: Array, tb: Array) -> Callable[[Array], tuple[Array, 
 
     def pose(x: Array) -> tuple[Array, Array]:
         rj, tj = link.joint.transform(x)
-        return matmul(rj, rb), tj + matvec(rj, tb)
+        return matmul_rows(rj, rb), tj + matvec(rj, tb)
 
     return pose
 
@@ -239,10 +239,10 @@ def link_bias(
     # R̈ = R̈_J R_B + 2 Ṙ_J Ṙ_B + R_J R̈_B,  ẗ = ẗ_J + R̈_J t_B + 2 Ṙ_J ṫ_B + R_J ẗ_B,
     # with Ṙ_J = (Ṙ_J R_B) R_Bᵀ (the terms of a body without coordinates left out)
     if nb:
-        d2rot, d2trans = d2rot + matmul(rj, arb), d2trans + matvec(rj, atb)
+        d2rot, d2trans = d2rot + matmul_rows(rj, arb), d2trans + matvec(rj, atb)
     if nj and nb:
         vrj = vr @ rb.T
-        d2rot, d2trans = d2rot + 2.0 * matmul(vrj, vrb), d2trans + 2.0 * matvec(vrj, vtb)
+        d2rot, d2trans = d2rot + 2.0 * matmul_rows(vrj, vrb), d2trans + 2.0 * matvec(vrj, vtb)
     # d/dt (Ṙ Rᵀ) = R̈ Rᵀ + Ṙ Ṙᵀ, whose second term is symmetric: ω̇_rel = vee(R̈ Rᵀ)
     return d2trans, vee(d2rot @ rot.T), body
 

@@ -10,7 +10,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from softrigid._math import fused_matmul, sinc, stumpff, stumpffs, unrolled_matmul
+from softrigid._math import (
+    fused_matmul,
+    matmul,
+    matmul_rows,
+    sinc,
+    stumpff,
+    stumpffs,
+    unrolled_matmul,
+)
 
 # below, at and above the series/recurrence split (t = 4), and far out
 POINTS = (0.0, 1e-8, 0.05, 0.09, 0.5, 2.0, 3.999, 4.0, 4.001, 9.0, 30.0, 100.0)
@@ -107,3 +115,15 @@ def test_elementwise_matmuls_are_the_matrix_product(product):
     # nothing to contract: zeros of the product's shape
     np.testing.assert_array_equal(product(np.ones((6, 0)), np.ones(0)), np.zeros(6))
     np.testing.assert_array_equal(product(np.ones((6, 0)), np.ones((0, 2))), np.zeros((6, 2)))
+
+
+def test_matmul_rows_is_matmul_to_the_bit():
+    """`matmul_rows` (the link poses, row by row) equals `matmul` (column by column) to the bit,
+    batched and under `vmap`, and is the matrix product, not its transpose."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 7, 3, 3))
+    rows, columns = matmul_rows(a, b), jax.vmap(matmul)(a, b)
+    np.testing.assert_array_equal(np.asarray(rows), np.asarray(columns))
+    np.testing.assert_array_equal(np.asarray(jax.vmap(matmul_rows)(a, b)), np.asarray(rows))
+    np.testing.assert_allclose(rows, a @ b, rtol=1e-14, atol=1e-14)
+    assert not np.allclose(matmul_rows(a[0], b[0]), b[0] @ a[0])

@@ -3,7 +3,7 @@
 The position-level terms are the body's mass moments (`softrigid._body`), computed from the
 quadrature nodes `p_k = R_Bᵀ (f(x_k, q_B) − t_B)` in the distal frame `S_i` and their Jacobians
 `J_k`, node by node or, for a rod on a tensor-product volume, row by row with the section's
-moments (exactly: a rod's nodes are affine in the section coordinates).
+moments (exactly: a rod's nodes are affine in the section coordinates; `softrigid._rows`).
 """
 
 from __future__ import annotations
@@ -19,25 +19,13 @@ from ._body import Body, MassMoments, Pose, VelocityMoments
 from ._checks import check_density, check_material_point
 from ._math import normalize, rmatvec, vee
 from ._module import is_concrete, module, rounding_tolerance, static
+from ._rows import Rows, is_rod_on_product_rule, row_position_level, row_velocity_level
 from .kinematics._base import Kinematics, as_kinematics, check_map
 from .materials._base import Material
 from .quadrature._geometry import has_geometry, within_envelope
 from .quadrature._rule import QuadratureRule
 
 __all__ = ["SoftBody"]
-
-
-class Rows(NamedTuple):
-    """A rod's integration rows: `u = z_r (1, x1, x2)` is affine in the section coordinates.
-
-    `z_r = [a_r | A_r]` (3 columns) with the section's normalized moment matrix
-    `M3 = [[1, s1ᵀ], [s1, S2]]`, so that `Σ m u = Σ_r w_r z_r M3 e_1` and
-    `Σ m u uᵀ = Σ_r w_r z_r M3 z_rᵀ`, exactly; here `u_k = (p_k, J_k e_1, …, J_k e_n)`.
-    """
-
-    z: Array  # (R, 3 + 3n, k)
-    weights: Array  # (R,) masses of the rows / nodes
-    m3: Array  # (k, k)
 
 
 class Nodes(NamedTuple):
@@ -129,7 +117,7 @@ class SoftBody(Body):
             object.__setattr__(self, "frame_points", points)
             object.__setattr__(self, "frame_axes", _frame_axes(points))
         _check_length(kin, volume)
-        object.__setattr__(self, "sectioned", _is_rod_on_product_rule(kin, volume, self.density))
+        object.__setattr__(self, "sectioned", is_rod_on_product_rule(kin, volume, self.density))
         if material is not None:
             material.validate(self)
 
@@ -217,39 +205,6 @@ class SoftBody(Body):
             pts, (rot, trans) = images[:k], self._pose_from(images[k:])
         return rmatvec(rot, pts - trans), (rot, trans)
 
-    def _section(self) -> tuple[Array, Array, Array, Array]:
-        """Rows of a tensor-product volume: axial nodes `x3` (R,), row masses (R,), and the
-        section's normalized first and second moments `s1 = Σ w_s (x1, x2)`,
-        `S2 = Σ w_s (x1, x2)(x1, x2)ᵀ` (`Σ w_s = 1`)."""
-        na = self.volume.n_axial
-        rows = self.volume.points.reshape(na, -1, 3)
-        w = self.volume.weights.reshape(na, -1)
-        section = rows[0, :, :2]
-        ws = w[0] / jnp.sum(w[0])
-        s1 = ws @ section
-        s2 = (section * ws[:, None]).T @ section
-        return rows[:, 0, 2], self.density * jnp.sum(w, 1), s1, s2
-
-    def _row_frames(self, x3: Array, q: Array) -> tuple[tuple[Array, Array], Pose]:
-        """`(a, A)` of the rows and the distal pose `(R_B, t_B)` they are placed with."""
-        # p = R_Bᵀ (r(x3) − t_B) + R_Bᵀ rot(x3) (x1, x2, 0) = a + A (x1, x2)
-        rot_b, t_b = self.distal_pose(q)
-        r, rot = self.kinematics.backbone(x3, q)
-        frames = rmatvec(rot_b, r - t_b), jnp.einsum("ia,rib->rab", rot_b, rot[:, :, :2])
-        return frames, (rot_b, t_b)
-
-    def _rows(self, q: Array) -> tuple[Rows, Pose, Pose]:
-        """`z_r` of a rod's rows (position level) with the row weights and `M3`, and the distal
-        pose with its Jacobian."""
-        x3, wr, s1, s2 = self._section()
-        ((a, big_a), pose), ((da, dbig_a), d_pose) = value_and_jacfwd(
-            lambda x: self._row_frames(x3, x), q
-        )
-        offset = _stack_u(a, da)
-        slope = jnp.concatenate([big_a, jnp.moveaxis(dbig_a, 3, 1).reshape(a.shape[0], -1, 2)], 1)
-        m3 = jnp.block([[jnp.ones((1, 1), q.dtype), s1[None]], [s1[:, None], s2]])
-        return Rows(jnp.concatenate([offset[..., None], slope], -1), wr, m3), pose, d_pose
-
     def _node_terms(self, q: Array) -> tuple[Pose, Pose, MassMoments, Nodes]:
         (points, pose), (jac, d_pose) = value_and_jacfwd(self._nodes, q, tangent_axis=0)
         u = jnp.concatenate([points[None], jac])
@@ -273,21 +228,7 @@ class SoftBody(Body):
         `u = (p, J e_1, …, J e_n)` (computed once per `q`)."""
         if not self.sectioned:
             return self._node_terms(q)
-        rows, pose, d_pose = self._rows(q)
-        zm = _times_m3(rows.z, rows.m3)
-        w, n = rows.weights, self.n_q
-        # Σ m u = Σ_r w_r z_r M3 e_1,  Σ m u uᵀ = Σ_r w_r (z_r M3) z_rᵀ
-        first = w @ zm[..., 0]
-        second = jnp.einsum("rai,rbi->ab", zm * w[:, None, None], rows.z)
-        moments = MassMoments(
-            mass=jnp.sum(w),
-            first=first[:3],
-            second=second[:3, :3],
-            jac_first=first[3:].reshape(n, 3),
-            jac_second=second[3:, :3].reshape(n, 3, 3),
-            jac_jac=second[3:, 3:].reshape(n, 3, n, 3).transpose(0, 2, 1, 3),
-        )
-        return pose, d_pose, moments, rows
+        return row_position_level(self, q)
 
     def position_terms(self, q: Array) -> tuple[MassMoments, Rows | Nodes]:
         """Mass moments of `u = (p, J e_1, …, J e_n)` (computed once per `q`)."""
@@ -312,23 +253,7 @@ class SoftBody(Body):
                     jnp.einsum("iji->j", big_u[:, 1:]),
                 ),
             )
-        z, w, m3 = data
-        x3 = self._section()[0]
-        (_, rate), ((c, big_c), bias) = directional_pair(lambda x: self._row_frames(x3, x), q, qd)
-        hz = jnp.concatenate([c[..., None], big_c], -1)  # h = [c | C] (1, x1, x2)
-        hm = _times_m3(hz, m3) * w[:, None, None]
-        # U = Σ m h uᵀ (3, 3 + 3n): Σ m p × h = vee(U_p − U_pᵀ), Σ m J_jᵀ h = tr U_j
-        u = jnp.einsum("rai,rbi->ab", hm, z)
-        n = self.n_q
-        return (
-            rate,
-            bias,
-            VelocityMoments(
-                jnp.sum(hm[..., 0], 0),
-                2.0 * vee(u[:, :3]),
-                jnp.trace(u[:, 3:].reshape(3, n, 3), axis1=0, axis2=2),
-            ),
-        )
+        return row_velocity_level(self, data, q, qd)
 
     def velocity_terms(self, data: Rows | Nodes, q: Array, qd: Array) -> VelocityMoments:
         """Moments of `h_k = ∂²p_k/∂q²[q̇, q̇]` (see `velocity_level`)."""
@@ -391,37 +316,3 @@ def _check_length(kin: Kinematics, volume: QuadratureRule) -> None:
             f"SoftBody: the kinematics {type(kin).__name__} has length {ell:.6g} but the volume "
             f"spans x3 ∈ [0, {span:.6g}] (its distal pivot); build both with the same length"
         )
-
-
-def _is_rod_on_product_rule(kin: Kinematics, volume: QuadratureRule, density: Array) -> bool:
-    """True when `kin` declares a backbone and `volume` is, concretely, a product of an axial
-    rule and one section rule (rows share `x3`, identical sections, weights `w_r w_s`), with a
-    uniform density: then a body is integrated row by row, exactly."""
-    if (
-        not kin.has_backbone
-        or volume.n_axial is None
-        or density.shape != ()
-        or not is_concrete(volume.points, volume.weights)
-    ):
-        return False
-    rows = np.asarray(volume.points).reshape(volume.n_axial, -1, 3)
-    w = np.asarray(volume.weights).reshape(volume.n_axial, -1)
-    wr, ws = w.sum(1), w[0] / w[0].sum()
-    scale = max(1.0, float(np.abs(rows).max()))
-    return bool(
-        np.allclose(rows[:, :, 2], rows[:, :1, 2], rtol=0, atol=1e-14 * scale)
-        and np.allclose(rows[:, :, :2], rows[:1, :, :2], rtol=0, atol=1e-14 * scale)
-        and np.allclose(w, wr[:, None] * ws[None, :], rtol=1e-12, atol=0)
-    )
-
-
-def _times_m3(z: Array, m3: Array) -> Array:
-    """`z M3` over the last axis (k ≤ 3 columns), as column products (fusible)."""
-    k = m3.shape[0]
-    return sum(z[..., i, None] * m3[i] for i in range(k))
-
-
-def _stack_u(points: Array, jac: Array) -> Array:
-    """`u_k = (p_k, J_k e_1, …, J_k e_n)` as rows `(K, 3 + 3n)`."""
-    k = points.shape[0]
-    return jnp.concatenate([points, jnp.swapaxes(jac, 1, 2).reshape(k, -1)], axis=1)

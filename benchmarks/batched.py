@@ -81,13 +81,17 @@ def states(robot: sr.Robot, state: Callable, batch: int) -> tuple[jax.Array, ...
 
 def compiled(fn: Callable[..., Any], robot: sr.Robot, chunk: int, args: tuple) -> Callable:
     """`jit(vmap(fn))` traced with `_batching.CHUNK = chunk` (and chunking from any batch size),
-    compiled ahead of time: a later change of `CHUNK` or clearing of JAX's caches leaves it as
+    compiled ahead of time with softrigid's compiler options (`sr.compiler_options()`, as its
+    own programs and `peers.py`; a `jax.jit` without them compiled the 30-joint chain's batch
+    1.5× slower): a later change of `CHUNK` or clearing of JAX's caches leaves it as
     it is, so the variants can be timed interleaved."""
     saved = _batching.CHUNK, _batching.WHOLE_UP_TO
     _batching.CHUNK, _batching.WHOLE_UP_TO = chunk, 0
     jax.clear_caches()  # the batching rule runs again (JAX caches batched jaxprs)
     try:
-        executable = jax.jit(jax.vmap(lambda q, qd, x: fn(robot, q, qd, x))).lower(*args).compile()
+        batched = jax.vmap(lambda q, qd, x: fn(robot, q, qd, x))
+        options = sr.compiler_options()
+        executable = jax.jit(batched, compiler_options=options).lower(*args).compile()
     finally:
         _batching.CHUNK, _batching.WHOLE_UP_TO = saved
     jax.block_until_ready(executable(*args))

@@ -27,6 +27,7 @@ from ._cache import (
     enable_compilation_cache,
     fast_compilation,
     fused_loops,
+    jit,
     synchronous_dispatch,
 )
 from ._chain import forward_kinematics, material_points, world_points
@@ -107,6 +108,7 @@ __all__ = [
     "inverse_dynamics_derivatives",
     "inverse_statics",
     "io",
+    "jit",
     "joints",
     "kinematics",
     "kinetic_energy",

@@ -633,3 +633,28 @@ def test_trial_evaluations_leave_out_the_output_checks(robot):
         jax.block_until_ready(jax.jit(lambda q: sr.gravity_force(robot, q))(bad))
     # the switch is a trace-time one and does not leak out of its block
     assert not _entry._TRIAL.get()
+
+
+def test_jit_compiles_with_softrigids_options_at_top_level():
+    """`sr.jit` is `jax.jit` with `sr.compiler_options()` where it is outermost (the options a
+    traced program carries: JAX's private `Traced._params`), a plain `jax.jit` inside another
+    transformation (JAX refuses options there), and gives the same values either way."""
+    body = sr.RigidBody(1.5, (0.0, 0.0, -0.2), 1e-3 * jnp.eye(3))
+    robot = sr.Robot([sr.Link(joints.Revolute(a), body) for a in [(0, 1, 0), (1, 0, 0)] * 2])
+
+    def fd(q):
+        return sr.forward_dynamics(robot, q, -q, 0.1 * q)
+
+    q = jnp.linspace(-0.5, 0.5, robot.n_q)
+    jitted = sr.jit(fd)
+    options = tuple(sr.compiler_options().items())
+    assert jitted.trace(q)._params["compiler_options_kvs"] == options
+    np.testing.assert_array_equal(jitted(q), jax.jit(fd)(q))
+    # inside a vmap: the plain program (a nested jit has no options), batched values equal
+    batch = jnp.stack([q, 0.5 * q, -q])
+    np.testing.assert_allclose(jax.vmap(jitted)(batch), jnp.stack([fd(x) for x in batch]), 1e-12)
+    outer = sr.jit(jax.vmap(fd))
+    assert outer.trace(batch)._params["compiler_options_kvs"] == options
+    np.testing.assert_allclose(outer(batch), jax.vmap(jitted)(batch), rtol=1e-12, atol=1e-14)
+    decorated = sr.jit(static_argnames="scale")(lambda x, scale: scale * x)
+    assert float(decorated(jnp.ones(()), scale=3.0)) == 3.0

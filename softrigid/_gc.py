@@ -8,9 +8,9 @@ without; peak memory the same, 430 MB: the garbage of a trace is freed by refere
 not by the collector). `paused` disables the collector for the duration of a `with` block and
 enables it again when the last block in any thread ends, if it was enabled before the first;
 a collector the user disabled stays disabled. `softrigid._cache.jit` runs a traced function
-inside it, and a whole top-level call (trace, lowering, compilation or load, and the run,
-which allocates no Python objects): another thread's cyclic garbage waits until the call
-returns. Nothing else changes: what a trace leaves unreachable in cycles is collected at the
+inside it, and its first top-level call (trace, lowering, compilation or load): another
+thread's cyclic garbage waits until the call returns. Later calls run the compiled program,
+which allocates no Python objects, without the pause. Nothing else changes: what a trace leaves unreachable in cycles is collected at the
 next collection after it.
 """
 

@@ -78,3 +78,33 @@ def test_a_program_traces_with_the_collector_off_and_runs_with_it_on():
     assert seen == [False, False]
     assert gc.isenabled()
     assert "module @jit_fun " in program.lower(x).as_text()  # named after the function, as before
+
+
+def test_later_calls_run_without_the_pause(monkeypatch):
+    """Only the first top-level call of a program pauses around its lowering and compilation;
+    later calls run the compiled program directly, and a retrace for new shapes still traces
+    with the collector off."""
+    entered = []
+
+    class Counting:
+        def __enter__(self):
+            entered.append(True)
+            return _gc.paused().__enter__()
+
+        def __exit__(self, *exc):
+            return _gc.paused().__exit__(*exc)
+
+    monkeypatch.setattr(_cache, "paused", Counting)
+    seen = []
+
+    def fun(x):
+        seen.append(gc.isenabled())
+        return x * 3.0
+
+    program = _cache.jit(fun)
+    x = jnp.arange(3.0)
+    for _ in range(3):
+        assert jnp.allclose(program(x), 3.0 * x)
+    assert len(entered) == 1
+    assert jnp.allclose(program(jnp.arange(5.0)), 3.0 * jnp.arange(5.0))  # traced again
+    assert seen == [False, False] and len(entered) == 1

@@ -81,9 +81,9 @@ def test_a_program_traces_with_the_collector_off_and_runs_with_it_on():
 
 
 def test_later_calls_run_without_the_pause(monkeypatch):
-    """Only the first top-level call of a program pauses around its lowering and compilation;
-    later calls run the compiled program directly, and a retrace for new shapes still traces
-    with the collector off."""
+    """Only the first top-level call of a program pauses as a whole; later calls run the
+    compiled program without the pause, and one that traces (new shapes) pauses from its trace
+    until it returns (its lowering and compilation included)."""
     entered = []
 
     class Counting:
@@ -95,6 +95,7 @@ def test_later_calls_run_without_the_pause(monkeypatch):
             return _gc.paused().__exit__(*exc)
 
     monkeypatch.setattr(_cache, "paused", Counting)
+    gc_disable = gc.disable
     seen = []
 
     def fun(x):
@@ -106,5 +107,10 @@ def test_later_calls_run_without_the_pause(monkeypatch):
     for _ in range(3):
         assert jnp.allclose(program(x), 3.0 * x)
     assert len(entered) == 1
+    disabled = []
+    monkeypatch.setattr(_gc.gc, "disable", lambda: disabled.append(True) or gc_disable())
     assert jnp.allclose(program(jnp.arange(5.0)), 3.0 * jnp.arange(5.0))  # traced again
     assert seen == [False, False] and len(entered) == 1
+    # the retrace paused the collector once, held until the call returned, and released it
+    assert len(disabled) == 1 and gc.isenabled() and not _gc._calls.held
+    assert jnp.allclose(program(x), 3.0 * x) and len(disabled) == 1  # compiled: no pause

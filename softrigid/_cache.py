@@ -50,6 +50,9 @@ _LOOP_PASSES = "while-loop-invariant-code-motion,simplify-while-loops"
 _SCHEDULER_OPTION = "xla_cpu_scheduler_type"
 _SCHEDULER_FLAGS = (_SCHEDULER_OPTION, "xla_cpu_enable_concurrency_optimized_scheduler")
 _ONE_CORE_SCHEDULER = "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"
+# XLA:CPU splits a program's generated code into this many LLVM modules to compile them on its
+# thread pool; a process confined to one core compiles them one after the other
+_SPLIT_OPTION = "xla_cpu_parallel_codegen_split_count"
 # XLA:CPU's library fusions (dots through YNNPACK); empty: XLA's own kernels (`compiler_options`)
 _LIBRARY_OPTION = "xla_cpu_experimental_ynn_fusion_type"
 # XLA:CPU compiles a loop whose body and condition access fewer bytes per iteration than this
@@ -110,7 +113,13 @@ def compiler_options(*, loops: bool = False) -> dict[str, Any]:
     49–51; batched calls, the helicoid robot and `simulate` unchanged (within 6 %). With more
     cores the default schedule stays: there the concurrency pays on batched calls (the spatial
     PCS chain at 1,024 states: 30 against 42 µs per state). Not set where `XLA_FLAGS` chooses
-    a schedule itself.
+    a schedule itself. There, too, the program's code is generated as one LLVM module
+    (`{"xla_cpu_parallel_codegen_split_count": 1}`): XLA:CPU splits it into 32 to compile
+    them on its thread pool, which on one core only adds work. Measured 2026-11-29 (the
+    20-body planar CC chain's first eager calls, six fresh processes each in two alternated
+    sets, one pinned core): `inverse_dynamics` 2.08–2.29 → 1.94–2.08 s, `forward_dynamics`
+    after it 1.84–2.28 → 1.71–1.96 s; the compiled program runs as fast (67–70 µs either way).
+    Not set where `XLA_FLAGS` sets the split.
 
     Pass them to a `jax.jit` of your own around softrigid's functions to compile it the same
     way: `jax.jit(f, compiler_options=sr.compiler_options())`. The emitters are left out where
@@ -135,6 +144,8 @@ def compiler_options(*, loops: bool = False) -> dict[str, Any]:
         options[_DISABLED_PASSES] = _LOOP_PASSES
     if _one_core() and not any(flag in flags for flag in _SCHEDULER_FLAGS):
         options[_SCHEDULER_OPTION] = _ONE_CORE_SCHEDULER
+    if _one_core() and _SPLIT_OPTION not in flags:
+        options[_SPLIT_OPTION] = 1
     return options
 
 

@@ -533,11 +533,17 @@ def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):
     assert "xla_cpu_experimental_ynn_fusion_type" not in sr.compiler_options()
     monkeypatch.setenv("XLA_FLAGS", "--xla_disable_hlo_passes=algsimp")  # the user's list holds
     assert "xla_disable_hlo_passes" not in sr.compiler_options(loops=True)
-    # confined to one core: XLA's memory-optimized schedule, unless XLA_FLAGS picks one
+    # confined to one core: XLA's memory-optimized schedule and its code generated as one
+    # module, unless XLA_FLAGS picks them
     monkeypatch.setattr(_cache, "_one_core", lambda: True)
     monkeypatch.setenv("XLA_FLAGS", "")
-    schedule = {"xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"}
+    schedule = {
+        "xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED",
+        "xla_cpu_parallel_codegen_split_count": 1,
+    }
     assert sr.compiler_options() == ({**emitters, **schedule} if checked else {})
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_parallel_codegen_split_count=8")  # the user's
+    assert "xla_cpu_parallel_codegen_split_count" not in sr.compiler_options()
     for flag in (
         "--xla_cpu_enable_concurrency_optimized_scheduler=true",
         "--xla_cpu_scheduler_type=CPU_SCHEDULER_TYPE_DEFAULT",

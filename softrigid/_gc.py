@@ -8,12 +8,11 @@ without; peak memory the same, 430 MB: the garbage of a trace is freed by refere
 not by the collector). `paused` disables the collector for the duration of a `with` block and
 enables it again when the last block in any thread ends, if it was enabled before the first;
 a collector the user disabled stays disabled. `softrigid._cache.jit` runs a traced function
-inside it, and its first top-level call (trace, lowering, compilation or load): another
-thread's cyclic garbage waits until the call returns. A later call pauses only if it traces (a
-new signature: then from the trace until the call returns, lowering and compilation included,
-`call_held_if_traced`; the collector took 0.4–0.8 s of the helicoid robot's derivatives'
-1.1–1.5 s of lowering); a call that runs the compiled program, which allocates no Python
-objects, does not pause. Nothing else changes: what a trace leaves unreachable in cycles is
+inside it, and holds the pause of a top-level call that traces (its first, or new shapes) from
+the trace until the call returns, lowering and compilation or load included
+(`call_held_if_traced`; the collector took 0.4–0.8 s of the helicoid robot's derivatives'
+1.1–1.5 s of lowering): another thread's cyclic garbage waits until the call returns. A call
+that runs the compiled program, which allocates no Python objects, does not pause. Nothing else changes: what a trace leaves unreachable in cycles is
 collected at the next collection after it.
 """
 

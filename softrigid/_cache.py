@@ -171,6 +171,8 @@ def jit(fun: Callable[..., Any] | None = None, *, loops: bool = False, **kwargs:
     """
     if fun is None:
         return functools.partial(jit, loops=loops, **kwargs)
+    if not callable(fun):
+        raise TypeError(f"softrigid.jit: fun must be callable, got {type(fun).__name__}")
     return _Program(fun, kwargs, loops)
 
 

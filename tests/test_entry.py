@@ -664,3 +664,5 @@ def test_jit_compiles_with_softrigids_options_at_top_level():
     np.testing.assert_allclose(outer(batch), jax.vmap(jitted)(batch), rtol=1e-12, atol=1e-14)
     decorated = sr.jit(static_argnames="scale")(lambda x, scale: scale * x)
     assert float(decorated(jnp.ones(()), scale=3.0)) == 3.0
+    with pytest.raises(TypeError, match=r"softrigid.jit: fun must be callable, got ndarray"):
+        sr.jit(np.ones(3))

@@ -31,6 +31,7 @@ __all__ = [
     "flagging",
     "none_fired",
     "raise_if",
+    "status_is",
     "traced_check",
 ]
 
@@ -293,3 +294,12 @@ def check_density(where: str, density: Any, volume: Any) -> Array:
             f"{where}: density must be finite and positive, got {r.min() if r.ndim else r}"
         )
     return rho
+
+
+def status_is(status: Array, code: int) -> Array:
+    """`status == code`, by NumPy for a computed (concrete) status, by JAX under a
+    transformation. Reading a solution's flag then compiles no program: an eager `==` on a JAX
+    array compiles one, and while another thread compiles a large program it waits for XLA's
+    compile threads (15.2 s of Simulation 1's statics from an empty cache, behind the closed
+    loop's Jacobian)."""
+    return np.asarray(status) == code if is_concrete(status) else status == code

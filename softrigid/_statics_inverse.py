@@ -25,7 +25,7 @@ import numpy as np
 from jax import Array
 
 from ._cache import jit
-from ._checks import as_float, raise_if
+from ._checks import as_float, raise_if, status_is
 from ._entry import trial_evaluations
 from ._model import Robot
 from ._module import is_concrete
@@ -76,8 +76,9 @@ class InverseStaticSolution(NamedTuple):
 
     @property
     def converged(self) -> Array:
-        """The target is reached (`status == 0`)."""
-        return self.status == REACHED
+        """The target is reached (`status == 0`; a NumPy bool for a computed solution,
+        `status_is`)."""
+        return status_is(self.status, REACHED)
 
 
 class _Carry(NamedTuple):

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from ._cache import jit
+from ._checks import status_is
 from ._entry import trial_evaluations
 from ._model import Robot
 from ._statics_residual import jacobian, residual
@@ -80,8 +81,8 @@ class StaticSolution(NamedTuple):
 
     @property
     def converged(self) -> Array:
-        """`status == 0`."""
-        return self.status == CONVERGED
+        """`status == 0` (a NumPy bool for a computed solution, `status_is`)."""
+        return status_is(self.status, CONVERGED)
 
 
 class _Carry(NamedTuple):

@@ -212,6 +212,9 @@ def test_exact_start_converges_in_zero_steps():
     inv = inverse_statics(rod, lambda q: sr.world_points(rod, q, 0, TIP)[0, :1], [-0.01])
     assert inv.converged
     np.testing.assert_allclose(inv.output, [-0.01], atol=1e-10)
+    # a computed solution's flag is read by NumPy: no program compiled (`_checks.status_is`)
+    assert isinstance(sol.converged, np.bool_) and isinstance(inv.converged, np.bool_)
+    assert jax.jit(lambda: equilibrium(robot).converged)().dtype == jnp.bool_
 
 
 # ---------------------------------------------------------------- jit, vmap, gradients

@@ -127,6 +127,16 @@ class Body(abc.ABC):
         rate, bias = directional_pair(self.distal_pose, q, qd)
         return rate, bias, self.velocity_terms(data, q, qd)
 
+    def velocity_moments_rate(self, data: Any, d_data: Any, qd: Array) -> VelocityMoments | None:
+        """`∂V/∂q̇_B` (tangent axis last) of `velocity_terms`' moments `V`, from the
+        position-level `data` and its tangents `d_data` along `q_B` (tangent axis last), or
+        `None` (default) where the body does not know it: then it is taken by forward mode
+        over `q̇_B`. `V` is linear in `h = ∂²p[q̇, q̇]`, so `∂V/∂q̇_j = V(2 ∂²p[q̇, e_j])` with
+        `∂²p[q̇, e_j] = Σ_k ∂(J e_k)/∂q_j q̇_k`: the tangents of the Jacobian the position
+        level already holds."""
+        del data, d_data, qd
+        return None
+
     @abc.abstractmethod
     def map_points(self, q: Array, points: Array) -> Array:
         """Positions `(M, 3)` of material points `points` `(M, 3)` in the proximal frame."""

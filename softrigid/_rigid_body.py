@@ -138,6 +138,12 @@ class RigidBody(Body):
         del data, qd
         return self.zero_velocity_terms(q.dtype)
 
+    def velocity_moments_rate(self, data: None, d_data: None, qd: Array) -> VelocityMoments:
+        """No coordinates: the moments are zero, and so is their derivative."""
+        del data, d_data
+        zero = self.zero_velocity_terms(qd.dtype)
+        return VelocityMoments(*(jnp.zeros((*m.shape, 0), qd.dtype) for m in zero))
+
     def map_points(self, q: Array, points: Array) -> Array:
         """Points of a rigid body are given in its proximal frame: the identity."""
         del q

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -29,7 +30,13 @@ if TYPE_CHECKING:
     from .kinematics._base import Kinematics
     from .quadrature._rule import QuadratureRule
 
-__all__ = ["Rows", "is_rod_on_product_rule", "row_position_level", "row_velocity_level"]
+__all__ = [
+    "Rows",
+    "is_rod_on_product_rule",
+    "row_moments_rate",
+    "row_position_level",
+    "row_velocity_level",
+]
 
 
 class Rows(NamedTuple):
@@ -135,17 +142,32 @@ def row_velocity_level(
     """The distal pose's directional derivatives from the same jvp of a jvp as the rows' `h`,
     and the moments `Σ m h`, `Σ m p × h`, `Σ m J_jᵀ h` of `h = ∂²p/∂q²[q̇, q̇] = [c | C] (1, x1,
     x2)`."""
-    z, w, m3 = rows
     x3 = _section(body)[0]
     (_, rate), ((c, big_c), bias) = directional_pair(lambda x: _row_frames(body, x3, x), q, qd)
     hz = jnp.concatenate([c[..., None], big_c], -1)  # h = [c | C] (1, x1, x2)
+    return rate, bias, _row_moments(hz, rows)
+
+
+def _row_moments(hz: Array, rows: Rows) -> VelocityMoments:
+    """`Σ m h`, `Σ m p × h`, `Σ m J_jᵀ h` of the rows' `h = [c | C] (1, x1, x2)`, `hz` `(R, 3,
+    k)` (linear in `hz`)."""
+    z, w, m3 = rows
     hm = _times_m3(hz, m3) * w[:, None, None]
     # U = Σ m h uᵀ (3, 3 + 3n): Σ m p × h = vee(U_p − U_pᵀ), Σ m J_jᵀ h = tr U_j
     u = jnp.einsum("rai,rbi->ab", hm, z)
-    n = body.n_q
-    moments = VelocityMoments(
+    n = (z.shape[1] - 3) // 3
+    return VelocityMoments(
         jnp.sum(hm[..., 0], 0),
         2.0 * vee(u[:, :3]),
         jnp.trace(u[:, 3:].reshape(3, n, 3), axis1=0, axis2=2),
     )
-    return rate, bias, moments
+
+
+def row_moments_rate(body: SoftBody, rows: Rows, d_rows: Rows, qd: Array) -> VelocityMoments:
+    """`∂V/∂q̇_j = V(2 ∂²[a | A][q̇, e_j])` (tangent axis last; `Body.velocity_moments_rate`),
+    with `∂²[a | A][q̇, e_j] = Σ_k ∂(∂[a | A]/∂q_k)/∂q_j q̇_k` from the tangents of the rows'
+    Jacobian columns `z[:, 3 + 3k : 6 + 3k]`."""
+    r, _, k, nt = d_rows.z.shape
+    d_jac = d_rows.z[:, 3:].reshape(r, body.n_q, 3, k, nt)
+    dhz = 2.0 * jnp.einsum("rbikt,b->rikt", d_jac, qd.astype(d_jac.dtype))
+    return jax.vmap(lambda hz: _row_moments(hz, rows), in_axes=-1, out_axes=-1)(dhz)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -19,7 +20,13 @@ from ._body import Body, MassMoments, Pose, VelocityMoments
 from ._checks import check_density, check_material_point
 from ._math import normalize, rmatvec, vee
 from ._module import is_concrete, module, rounding_tolerance, static
-from ._rows import Rows, is_rod_on_product_rule, row_position_level, row_velocity_level
+from ._rows import (
+    Rows,
+    is_rod_on_product_rule,
+    row_moments_rate,
+    row_position_level,
+    row_velocity_level,
+)
 from .kinematics._base import Kinematics, as_kinematics, check_map
 from .materials._base import Material
 from .quadrature._geometry import has_geometry, within_envelope
@@ -42,6 +49,15 @@ def _frame_axes(points: Array) -> Array:
     u2 = points[2] - points[0]
     n2 = normalize(u2 - jnp.dot(u2, n1) * n1)
     return jnp.stack([n1, n2, jnp.cross(n1, n2)], axis=1)
+
+
+def _node_moments(h: Array, data: Nodes) -> VelocityMoments:
+    """`Σ m h`, `Σ m p × h`, `Σ m J_jᵀ h` of `h` `(K, 3)` (linear in `h`)."""
+    # U = Σ m h u_bᵀ (3, 1 + n, 3): Σ m p × h = vee(U_p − U_pᵀ), Σ m J_jᵀ h = tr U_j
+    big_u = jnp.einsum("ki,k,bkj->ibj", h, data.weights, data.u)
+    return VelocityMoments(
+        data.weights @ h, 2.0 * vee(big_u[:, 0]), jnp.einsum("iji->j", big_u[:, 1:])
+    )
 
 
 @module
@@ -242,18 +258,19 @@ class SoftBody(Body):
         (computed once per `(q, q̇)`): `Σ m h`, `Σ m p × h`, `Σ m J_jᵀ h`."""
         if isinstance(data, Nodes):
             (_, rate), (h, bias) = directional_pair(self._nodes, q, qd)
-            # U = Σ m h u_bᵀ (3, 1 + n, 3): Σ m p × h = vee(U_p − U_pᵀ), Σ m J_jᵀ h = tr U_j
-            big_u = jnp.einsum("ki,k,bkj->ibj", h, data.weights, data.u)
-            return (
-                rate,
-                bias,
-                VelocityMoments(
-                    data.weights @ h,
-                    2.0 * vee(big_u[:, 0]),
-                    jnp.einsum("iji->j", big_u[:, 1:]),
-                ),
-            )
+            return rate, bias, _node_moments(h, data)
         return row_velocity_level(self, data, q, qd)
+
+    def velocity_moments_rate(
+        self, data: Rows | Nodes, d_data: Rows | Nodes, qd: Array
+    ) -> VelocityMoments:
+        """`∂V/∂q̇_j = V(2 ∂²p[q̇, e_j])` (`Body.velocity_moments_rate`), from the tangents of
+        the nodes' (or the rows') Jacobians."""
+        if isinstance(data, Nodes):
+            # 2 ∂²p[q̇, e_j] = 2 Σ_k ∂(J e_k)/∂q_j q̇_k  (K, 3, n)
+            dh = 2.0 * jnp.einsum("bkij,b->kij", d_data.u[1:], qd.astype(d_data.u.dtype))
+            return jax.vmap(lambda h: _node_moments(h, data), in_axes=-1, out_axes=-1)(dh)
+        return row_moments_rate(self, data, d_data, qd)
 
     def velocity_terms(self, data: Rows | Nodes, q: Array, qd: Array) -> VelocityMoments:
         """Moments of `h_k = ∂²p_k/∂q²[q̇, q̇]` (see `velocity_level`)."""

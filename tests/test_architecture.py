@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from robots import mixed_robot, random_state
+from robots import mixed_robot, random_robot, random_state
 
 import softrigid as sr
 from softrigid import joints, kinematics, quadrature
@@ -474,6 +474,76 @@ def test_inverse_dynamics_derivatives_on_a_chain_of_identical_soft_links():
     np.testing.assert_allclose(d.nu, sr.inverse_dynamics(robot, q, qd, qdd), rtol=1e-12)
     np.testing.assert_allclose(d.d_q, jq, rtol=1e-10, atol=1e-10 * float(jnp.abs(jq).max()))
     np.testing.assert_allclose(d.d_qd, jqd, rtol=1e-10, atol=1e-10 * float(jnp.abs(jqd).max()))
+
+
+def _bias_rates_both_ways(link: sr.Link, q: jax.Array, qd: jax.Array) -> tuple:
+    """`∂(link_bias)/∂q̇` from the `q`-pass's terms (`_bias_rates`) and by forward mode over
+    `q̇` (the path for bodies that do not give their moments' rate)."""
+    from softrigid import _recursion as rec
+    from softrigid._ad import value_and_jacfwd
+    from softrigid._derivatives import _bias_rates, _Position
+
+    def both(x: jax.Array, xd: jax.Array) -> tuple:
+        def at(y: jax.Array) -> tuple:
+            rot, trans, jac_t, jac_w, moments, data = rec.link_position(link, y)
+            pos = _Position(rot, trans, jac_t, jac_w, moments)
+            return pos, rec.link_bias(link, y, xd, rot, trans, data), data
+
+        (pos, _, data), (d_pos, _, d_data) = value_and_jacfwd(at, x)
+        forward = value_and_jacfwd(
+            lambda y: rec.link_bias(link, x, y, pos.rot, pos.trans, data), xd
+        )[1]
+        return _bias_rates(link, xd, pos, d_pos, data, d_data), forward
+
+    return jax.jit(both)(q, qd)
+
+
+def test_bias_rates_from_the_position_pass_equal_forward_mode():
+    """The bias' `q̇`-derivatives of `inverse_dynamics_derivatives`, built from the `q`-pass
+    (`2 (∂_j J_t) q̇`, `2 (∂_j G) q̇ + (G q̇) × G e_j`, the bodies' moments from the tangents
+    of their Jacobians), equal forward mode over `q̇` on every joint and body family: free,
+    revolute, prismatic and fixed joints; rigid bodies; soft bodies integrated by rows (planar
+    CC on a cylinder) and by nodes (a helicoid segment)."""
+    helicoid = sr.SoftBody(
+        kinematics.lvp.helicoid_segment(0.1),
+        quadrature.cylinder(0.02, 0.1, n_axial=3, n_radial=1, n_angular=3),
+        density=960.0,
+    )
+    layout = (
+        ("free", "planar_cc"),
+        ("fixed", "planar_cc"),
+        ("prismatic", "rigid"),
+        ("revolute", "rigid"),
+        ("revolute", "planar_cc"),
+    )
+    robots = [
+        random_robot(5, structure=layout),
+        sr.Robot([sr.Link(joints.Revolute((0.0, 1.0, 0.0)), helicoid)]),
+    ]
+    checked = set()
+    for robot in robots:
+        q, qd, _ = random_state(robot, 11, scale=0.3)
+        start = 0
+        for link in robot.links:
+            n = link.joint.n_q + link.body.n_q
+            rates, forward = _bias_rates_both_ways(
+                link, q[start : start + n], qd[start : start + n]
+            )
+            start += n
+            scale = max(float(jnp.abs(f).max()) for f in jax.tree.leaves(forward) if f.size)
+            for a, b in zip(jax.tree.leaves(rates), jax.tree.leaves(forward)):
+                assert a.shape == b.shape
+                np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12 * scale)
+            checked.add(
+                (
+                    type(link.joint).__name__,
+                    type(link.body).__name__,
+                    link.body.n_q > 0 and link.body.sectioned,
+                )
+            )
+    assert {k[0] for k in checked} == {"Free", "Fixed", "Prismatic", "Revolute"}
+    assert {k[1] for k in checked} == {"RigidBody", "SoftBody"}
+    assert {k[2] for k in checked if k[1] == "SoftBody"} == {True, False}  # rows and nodes
 
 
 @pytest.mark.slow

@@ -92,7 +92,9 @@ class Body(abc.ABC):
     pose's Jacobian. Velocity level (once per `(q, q̇)`): `velocity_terms`, and
     `velocity_level` with the distal pose's first and second directional derivatives. A body
     whose terms map its distal frame anyway overrides the two `*_level` methods so that the
-    pose's derivatives come from the same pass. Energies for `s = ∂U/∂q + ∂R/∂q̇`:
+    pose's derivatives come from the same pass; `velocity_moments_rate` (optional) gives the
+    velocity moments' `q̇`-derivatives to `inverse_dynamics_derivatives`. Energies for
+    `s = ∂U/∂q + ∂R/∂q̇`:
     `elastic_energy`, `dissipation` (zero unless the body has a material). Points:
     `map_points` (material points in the proximal frame), `posed_points` (the distal pose with
     them, from one evaluation of the map where the body has one), `local_points` (in `S_i`)

@@ -123,7 +123,7 @@ def _bias_rates(
     (`vee(∂²R[a, b] Rᵀ) = ∂_b (G a) + ½ (G a) × (G b)`), and the body's moments from
     `Body.velocity_moments_rate`; `None` where the body does not give them. Replaces a forward
     pass over `q̇` through the nodes' second derivatives (the helicoid robot's derivatives:
-    38.7k → 32.0k lines of program)."""
+    38.3k → 31.5k lines of program, first call 23.9 → 22.1 s)."""
     nj = link.joint.n_q
     body = link.body.velocity_moments_rate(
         data, jax.tree_util.tree_map(lambda d: d[..., nj:], d_data), qd[nj:]
@@ -136,7 +136,10 @@ def _bias_rates(
     w_rate = 2.0 * jnp.einsum("ikj,k->ij", d_pos.jac_w, x) + jnp.cross(
         w[:, None], pos.jac_w, axisa=0, axisb=0, axisc=0
     )
-    pad = lambda m: jnp.concatenate([jnp.zeros((*m.shape[:-1], nj), m.dtype), m], -1)  # noqa: E731
+
+    def pad(m: Array) -> Array:  # the joint's columns: the body's moments do not depend on them
+        return jnp.concatenate([jnp.zeros((*m.shape[:-1], nj), m.dtype), m], -1)
+
     return a_rate, w_rate, VelocityMoments(*(pad(m) for m in body))
 
 

@@ -12,8 +12,9 @@ inside it, and holds the pause of a top-level call that traces (its first, or ne
 the trace until the call returns, lowering and compilation or load included
 (`call_held_if_traced`; the collector took 0.4–0.8 s of the helicoid robot's derivatives'
 1.1–1.5 s of lowering): another thread's cyclic garbage waits until the call returns. A call
-that runs the compiled program, which allocates no Python objects, does not pause. Nothing else changes: what a trace leaves unreachable in cycles is
-collected at the next collection after it.
+that runs the compiled program, which allocates no Python objects, does not pause. Nothing
+else changes: what a trace leaves unreachable in cycles is collected at the next collection
+after it.
 """
 
 from __future__ import annotations

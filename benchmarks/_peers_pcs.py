@@ -6,8 +6,8 @@ Two families of n segments in series (fixed joints), each segment a solid circul
 - `planar_pcs_chain(n)`: planar segments (bend, axial, shear; 3 coordinates each), softrigid's
   `PlanarPCS`. Peer: SoRoMoX's `PlanarPCS` (`soromox_planar_pcs`).
 - `spatial_pcs_chain(n)`: spatial segments (all six strains; 6 coordinates each), softrigid's
-  `Cosserat` rod with a constant strain basis and one Magnus step (exact for a constant
-  strain). Peer: SoRoMoX's `PCS` (`soromox_spatial_pcs`).
+  `SpatialPCS` (or, `cosserat=True`, the `Cosserat` rod with a constant strain basis and one
+  Magnus step, exact for a constant strain). Peer: SoRoMoX's `PCS` (`soromox_spatial_pcs`).
 
 SoRoMoX assembles a dense mass matrix from the Gauss-point Jacobians and solves it by Cholesky.
 
@@ -156,12 +156,17 @@ def planar_pcs_chain(
 
 
 def spatial_pcs_chain(
-    n: int, params: PCSParams = PCS_PARAMS, gravity: Gravity = GRAVITY
+    n: int, params: PCSParams = PCS_PARAMS, gravity: Gravity = GRAVITY, cosserat: bool = False
 ) -> sr.Robot:
-    """n spatial PCS segments in series: `Cosserat(L, Monomial(L, 0, SPATIAL_STRAINS),
-    n_steps=1)`, a constant strain in SoRoMoX's order integrated by one (exact) Magnus step."""
-    basis = sr.kinematics.Monomial(params.length, 0, SPATIAL_STRAINS)
-    kinematics = sr.kinematics.Cosserat(params.length, basis, n_steps=1)
+    """n spatial PCS segments in series: `SpatialPCS(L, strains=SPATIAL_STRAINS)` (the SE(3)
+    exponential in closed form, SoRoMoX's coordinate order), or with `cosserat` the same
+    constant strain as a general rod, `Cosserat(L, Monomial(L, 0, SPATIAL_STRAINS), n_steps=1)`
+    (one exact Magnus step; equal to rounding, slower: the peers table until session 60)."""
+    if cosserat:
+        basis = sr.kinematics.Monomial(params.length, 0, SPATIAL_STRAINS)
+        kinematics = sr.kinematics.Cosserat(params.length, basis, n_steps=1)
+    else:
+        kinematics = sr.kinematics.SpatialPCS(params.length, strains=SPATIAL_STRAINS)
     return _chain(kinematics, n, params, gravity)
 
 

@@ -42,7 +42,8 @@ def _rigid(seed):
 def _families_robot(cosserat: bool) -> sr.Robot:
     """Every joint family (fixed, revolute, prismatic, helical, cylindrical, universal, planar,
     spherical, free) and every body family (rigid, planar CC, 3D CC, planar PCS, a
-    volume-preserving composition and, with `cosserat`, a Cosserat rod with a strain basis),
+    volume-preserving composition and a spatial PCS rod or, with `cosserat`, a Cosserat rod
+    with a strain basis in its place),
     joint springs, rod materials, a motor and a tendon. The fixed joint carries a rigid body: a
     link without coordinates."""
     rod = CosseratRod(2e5, 7e4, eta=0.02)
@@ -51,8 +52,9 @@ def _families_robot(cosserat: bool) -> sr.Robot:
             LENGTH, kinematics.PiecewiseConstant(LENGTH, 2, ("bend", "axial")), n_steps=2
         )
         cylindrical = sr.Link(joints.Cylindrical((0, 0, 1)), _soft(kin, rod))
-    else:
-        cylindrical = sr.Link(joints.Cylindrical((0, 0, 1)), _rigid(4))
+    else:  # a spatial PCS rod: bending, twist and stretch, closed form (compiles in seconds)
+        kin = kinematics.SpatialPCS(LENGTH, strains=("bend", "twist", "axial"))
+        cylindrical = sr.Link(joints.Cylindrical((0, 0, 1)), _soft(kin, rod))
     links = [
         sr.Link(joints.Free(), _rigid(0)),
         sr.Link(joints.Revolute((0, 1, 0), stiffness=2.0, damping=0.1), _rigid(1)),

@@ -292,6 +292,7 @@ FAMILIES = {
     "planar cc": (km.PlanarConstantCurvature(0.3), True, True),
     "cc3d": (km.ConstantCurvature3D(0.3), True, True),
     "pcs": (km.PlanarPCS(0.3), True, True),
+    "spatial pcs": (km.SpatialPCS(0.3), True, True),
     "cosserat": (km.Cosserat(0.3, km.Legendre(0.3, 1, "bend")), True, True),
     "function": (km.FunctionKinematics(lambda x, q: x, 1), False, False),
     "lvp": (lvp.helicoid_segment(0.3), False, False),

@@ -1,6 +1,6 @@
 """Built-in body kinematics families `f(x, q)` and the interface user maps implement.
 
-Families: `Rigid`, `PlanarConstantCurvature`, `ConstantCurvature3D`, `PlanarPCS`, `Cosserat`
+Families: `Rigid`, `PlanarConstantCurvature`, `ConstantCurvature3D`, `PlanarPCS`, `SpatialPCS`, `Cosserat`
 (GVS rod, with the strain bases `PiecewiseConstant`, `Monomial`, `Legendre`, `Chebyshev` or any
 callable), and the locally volume-preserving primitives of `softrigid.kinematics.lvp`.
 """
@@ -18,6 +18,7 @@ from ._bases import (
 from ._cc3d import ConstantCurvature3D
 from ._cosserat import Cosserat
 from ._pcs import PlanarPCS
+from ._pcs3d import SpatialPCS
 from ._planar_cc import PlanarConstantCurvature
 from ._rigid import Rigid
 
@@ -34,6 +35,7 @@ __all__ = [
     "PlanarConstantCurvature",
     "PlanarPCS",
     "Rigid",
+    "SpatialPCS",
     "StrainBasis",
     "lvp",
 ]

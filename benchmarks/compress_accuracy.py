@@ -20,9 +20,13 @@ At `--states` seeded random states inside each family's valid range (checked wit
 `M`; the largest over the states) of `M`, `ID = M q̈ + c + g + s`, `g`, the elastic force
 `∂U/∂q` and the damping force `∂R/∂q̇`; node counts; compression time. The compressed rules are evaluated padded to
 `C(13, 3) = 286` nodes (a node repeated with split weights, the same integrals) so that the
-dynamics compile once per family. One JSON object per line.
+dynamics compile once per family. With `--empirical`, also the empirical cubature
+(`quadrature.empirical`) of the same quantities, fitted on `--train` other seeded states at the
+singular-value tolerances `TOLERANCES` and measured on the same test states (nodes, fit time,
+errors). One JSON object per line.
 
 Run: python benchmarks/compress_accuracy.py [--states 3] [--families helicoid gripper ...]
+         [--empirical] [--train 10] [--no-degrees]
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ except ImportError:  # run as a module
     from benchmarks._timing import emit, machine
 
 DEGREES = (2, 4, 6, 8, 10)
+TOLERANCES = (1e-6, 1e-8, 1e-10)
 QUANTITIES = ("M", "ID", "g", "elastic", "damping")
 
 
@@ -177,7 +182,51 @@ def sample(kin: object, rule: quadrature.QuadratureRule, scale: np.ndarray, n: i
     return tuple(jnp.asarray(a) for a in (q, qd, qdd))
 
 
-def measure(name: str, n_states: int) -> None:
+def errors(out: dict, ref: dict, n_states: int) -> dict[str, float]:
+    """The largest relative error over the states of each quantity."""
+    worst = {}
+    for k in QUANTITIES:
+        diff = np.linalg.norm((out[k] - ref[k]).reshape(n_states, -1), axis=1)
+        norm = np.linalg.norm(ref[k].reshape(n_states, -1), axis=1)
+        worst[k] = float(np.max(diff / norm))
+    return worst
+
+
+def measure_empirical(name: str, states: tuple, ref: dict, n_train: int) -> None:
+    """The empirical cubature of `terms` fitted on `n_train` states (seed 5), measured on the
+    test `states` against the reference values `ref`."""
+    kin, make_rule, density, make_material, scale = families()[name]
+    reference = make_rule()
+    frame = GRIPPER_FRAME if name == "gripper" else {}
+    train = sample(kin, reference, scale, n_train, seed=5)
+
+    def integrals(r: quadrature.QuadratureRule, s: tuple) -> dict[str, jax.Array]:
+        return terms(robot(kin, r, density, make_material(), **frame), *s)
+
+    for tol in TOLERANCES:
+        start = time.perf_counter()
+        rule, info = quadrature.empirical(reference, integrals, train, tol=tol, return_info=True)
+        fit_s = time.perf_counter() - start
+        pad = padded(rule, max(rule.n_points, 400))
+        out, eval_s = evaluate(robot(kin, pad, density, make_material(), **frame), states)
+        emit(
+            "compress.empirical",
+            family=name,
+            tol=tol,
+            train_states=n_train,
+            nodes=info.n_nodes,
+            reference_nodes=reference.n_points,
+            rank=info.rank,
+            snapshots=info.n_snapshots,
+            residual=info.residual,
+            snapshot_error=info.snapshot_error,
+            fit_s=fit_s,
+            eval_s=eval_s,
+            rel_error=errors(out, ref, len(states[0])),
+        )
+
+
+def measure(name: str, n_states: int, degrees: bool = True, n_train: int = 0) -> None:
     kin, make_rule, density, make_material, scale = families()[name]
     reference = make_rule()
     states = sample(kin, reference, scale, n_states, seed=11)
@@ -194,17 +243,14 @@ def measure(name: str, n_states: int) -> None:
             for k, v in ref.items()
         },
     )
-    for degree in DEGREES:
+    if n_train:
+        measure_empirical(name, states, ref, n_train)
+    for degree in DEGREES if degrees else ():
         start = time.perf_counter()
         rule, info = quadrature.compress(reference, degree, return_info=True)
         compress_s = time.perf_counter() - start
         pad = padded(rule, math.comb(max(DEGREES) + 3, 3))
         out, eval_s = evaluate(robot(kin, pad, density, make_material(), **frame), states)
-        errors = {}
-        for k in QUANTITIES:
-            diff = np.linalg.norm((out[k] - ref[k]).reshape(n_states, -1), axis=1)
-            norm = np.linalg.norm(ref[k].reshape(n_states, -1), axis=1)
-            errors[k] = float(np.max(diff / norm))
         emit(
             "compress.accuracy",
             family=name,
@@ -216,7 +262,7 @@ def measure(name: str, n_states: int) -> None:
             monomial_residual=info.monomial_residual,
             compress_s=compress_s,
             eval_s=eval_s,
-            rel_error=errors,
+            rel_error=errors(out, ref, n_states),
         )
 
 
@@ -224,6 +270,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", nargs="+", default=list(families()))
     parser.add_argument("--states", type=int, default=3)
+    parser.add_argument("--empirical", action="store_true", help="also quadrature.empirical")
+    parser.add_argument("--train", type=int, default=10, help="states the empirical rule fits")
+    parser.add_argument("--no-degrees", action="store_true", help="skip the compress table")
     args = parser.parse_args()
     unknown = set(args.families) - set(families())
     if unknown:
@@ -231,7 +280,7 @@ def main() -> None:
     start = time.perf_counter()
     emit("compress.machine", **machine())
     for name in args.families:
-        measure(name, args.states)
+        measure(name, args.states, not args.no_degrees, args.train if args.empirical else 0)
     emit("compress.done", wall_s=time.perf_counter() - start)
 
 

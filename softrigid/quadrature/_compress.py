@@ -37,7 +37,7 @@ from .._module import is_concrete
 from ._rule import QuadratureRule
 from ._stored import Stored, load, store
 
-__all__ = ["CompressionInfo", "compress"]
+__all__ = ["CompressionInfo", "check_rule", "compress", "subset_rule"]
 
 _RANK_TOL = 1e-11  # singular values below this (relative) span numerically vanishing polynomials
 _SUPPORT_TOL = 1e-9  # a degree-⌊d/2⌋ polynomial this small on every node: the rule can't be exact
@@ -210,29 +210,57 @@ def _check_degree(degree: object) -> int:
     return int(degree)
 
 
-def _check_rule(rule: object) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def check_rule(
+    rule: object, where: str = "compress"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """`(points, weights, density or None)` of a concrete, non-empty rule with finite points
+    and positive weights (`where` names the caller in the errors)."""
     if not isinstance(rule, QuadratureRule):
-        raise TypeError(f"compress: rule must be a QuadratureRule, got {type(rule).__name__}")
+        raise TypeError(f"{where}: rule must be a QuadratureRule, got {type(rule).__name__}")
     if not is_concrete(rule.points, rule.weights, rule.density):
         raise ValueError(
-            "compress: rule must be concrete (compress it once, outside jit, grad or vmap)"
+            f"{where}: rule must be concrete (compress it once, outside jit, grad or vmap)"
         )
     x = np.asarray(rule.points, dtype=float)
     w = np.asarray(rule.weights, dtype=float)
     if x.shape[0] == 0:
-        raise ValueError("compress: rule is empty (it has no nodes)")
+        raise ValueError(f"{where}: rule is empty (it has no nodes)")
     if not np.all(np.isfinite(x)):
-        raise ValueError("compress: rule has non-finite node coordinates")
+        raise ValueError(f"{where}: rule has non-finite node coordinates")
     bad = ~(np.isfinite(w) & (w > 0))
     if bad.any():
         idx = np.flatnonzero(bad)
         text = ", ".join(str(i) for i in idx[:_LIST]) + (", ..." if idx.size > _LIST else "")
         raise ValueError(
-            f"compress: rule must have finite positive weights; {idx.size} are not (nodes "
+            f"{where}: rule must have finite positive weights; {idx.size} are not (nodes "
             f"[{text}]): a rule with negative weights has no positive compression"
         )
     rho = None if rule.density is None else np.asarray(rule.density, dtype=float)
     return x, w, rho
+
+
+def subset_rule(
+    rule: QuadratureRule,
+    x: np.ndarray,
+    density: np.ndarray | None,
+    idx: np.ndarray,
+    u: np.ndarray,
+) -> QuadratureRule:
+    """The rule on the nodes `idx` of `rule` (points `x`) with weights `u`, keeping its
+    per-node density subset, frame points, geometry and mesh (`n_axial` dropped: a subset has
+    no rows)."""
+    return QuadratureRule(
+        jnp.asarray(x[idx]),
+        jnp.asarray(u),
+        pivot=rule.pivot,
+        contact_a=rule.contact_a,
+        contact_b=rule.contact_b,
+        density=None if density is None else jnp.asarray(density[idx]),
+        n_axial=None,
+        geometry=rule.geometry,
+        dimensions=rule.dimensions,
+        mesh=rule.mesh,
+    )
 
 
 def _normalized(density: np.ndarray | None) -> np.ndarray | None:
@@ -345,26 +373,14 @@ def compress(
             met to 1e-10).
     """
     d = _check_degree(degree)
-    x, w, density = _check_rule(rule)
+    x, w, density = check_rule(rule)
     rho = _normalized(density)
     found = load(x, w, density, d)  # kept by an earlier process (`enable_compilation_cache`)
     if found is None:
         found = _fit(x, w, rho, d)
         store(x, w, density, d, found)
     idx, u = found.indices, found.weights
-    density = None if rule.density is None else jnp.asarray(np.asarray(rule.density)[idx])
-    out = QuadratureRule(
-        jnp.asarray(x[idx]),
-        jnp.asarray(u),
-        pivot=rule.pivot,
-        contact_a=rule.contact_a,
-        contact_b=rule.contact_b,
-        density=density,
-        n_axial=None,
-        geometry=rule.geometry,
-        dimensions=rule.dimensions,
-        mesh=rule.mesh,
-    )
+    out = subset_rule(rule, x, density, idx, u)
     if not return_info:
         return out
     info = CompressionInfo(

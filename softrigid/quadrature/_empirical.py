@@ -1,0 +1,240 @@
+"""Empirical cubature: a positive sub-rule fitted to sampled integrands (Hernández et al. 2017).
+
+Degree-based compression (`compress`) keeps a rule's polynomial moments; an integrand that a
+polynomial approximates poorly (a map singular near the volume, a strain energy of large
+deformations) converges slowly in the degree. The empirical cubature method fits the integrands
+themselves: every integral a body takes over its rule is linear in the rule's weights,
+
+    I_i(s) = Σ_k w_k φ_i(x_k, s),     so     ∂I_i/∂w_k = φ_i(x_k, s),
+
+and the derivatives with respect to the weights at sampled states `s` (one reverse pass per
+integral) are the integrands at every node. With `Φ` their snapshot matrix (rows `φ_i(·, s)`,
+each scaled to unit norm in `⟨f, g⟩ = Σ_k w_k f_k g_k`, and the constant function, so the volume
+and mass are kept), the right singular vectors of `Φ diag(√w)` above `tol` times the largest
+singular value give an orthonormal basis `ψ_1 … ψ_r` of the sampled integrands, and
+
+    Σ_k u_k ψ_j(x_k) = Σ_k w_k ψ_j(x_k),   j = 1…r,   u ≥ 0,
+
+is solved by Lawson–Hanson NNLS (`scipy.optimize.nnls`, as `compress` does; at most `r`
+non-zero weights, the equations met to rounding): every integrand in the span of the snapshots
+is integrated as the full rule does, and one close to it (another state of the sampled range)
+nearly so. Large rules are solved in chunks first, as in `compress`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple, overload
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.optimize import nnls
+
+from ._compress import check_rule, subset_rule
+from ._rule import QuadratureRule
+
+__all__ = ["EmpiricalInfo", "empirical"]
+
+_CHUNK_ENTRIES = 2**23  # nodes × equations per least-squares problem (64 MB in float64)
+_RESIDUAL_TOL = 1e-9  # relative residual of the basis' integrals above which the fit failed
+
+
+class EmpiricalInfo(NamedTuple):
+    """What `empirical(..., return_info=True)` reports.
+
+    Attributes:
+        indices: `(n,)` indices of the kept nodes in the input rule (increasing).
+        n_nodes: `n`, the number of nodes of the fitted rule.
+        n_input: `K`, the number of nodes of the input rule.
+        n_snapshots: the sampled integrands (integral components times samples, plus the
+            constant function).
+        rank: `r`, the number of basis functions kept (singular values above `tol`).
+        residual: `‖Σ_k (u_k − w_k) ψ(x_k)‖ / ‖Σ_k w_k ψ(x_k)‖` over the basis `ψ`.
+        snapshot_error: the largest relative error of the sampled integrals themselves,
+            `max_i |Σ_k (u_k − w_k) φ_i(x_k)| / (Σ_k w_k |φ_i(x_k)|)`.
+        singular_values: the singular values of the scaled snapshots, decreasing (how fast
+            they fall tells how many nodes a tolerance needs).
+    """
+
+    indices: np.ndarray
+    n_nodes: int
+    n_input: int
+    n_snapshots: int
+    rank: int
+    residual: float
+    snapshot_error: float
+    singular_values: np.ndarray
+
+
+def _snapshots(
+    rule: QuadratureRule, integrals: Callable[[QuadratureRule, Any], Any], samples: Any
+) -> np.ndarray:
+    """`(S m, K)`: the derivatives of the `m` integral components with respect to the weights,
+    at each of the `S` samples (a pytree with a leading sample axis): the integrands at the
+    nodes."""
+
+    def flat(weights: jax.Array, sample: Any) -> jax.Array:
+        out = integrals(dataclasses.replace(rule, weights=weights), sample)
+        return jnp.concatenate([jnp.ravel(jnp.asarray(v)) for v in jax.tree.leaves(out)])
+
+    # one sample at a time: a reverse pass per component over every node holds the
+    # integrands' intermediates (memory ∝ components × nodes), not times the samples too
+    gradient = jax.jit(jax.jacrev(flat))
+    weights = jnp.asarray(rule.weights)
+    count = {leaf.shape[0] for leaf in jax.tree.leaves(samples)}
+    if len(count) != 1:
+        raise ValueError(
+            "empirical: samples must be arrays with one leading sample axis, got leading sizes "
+            f"{sorted(count)}"
+        )
+    rows = [
+        np.asarray(gradient(weights, jax.tree.map(lambda a, i=i: a[i], samples)))
+        for i in range(count.pop())
+    ]
+    return np.concatenate(rows)
+
+
+def _basis(phi: np.ndarray, w: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """`(r, K)` values of the orthonormal basis `ψ_j` of the snapshots' span (singular values of
+    the unit-norm snapshots above `tol` times the largest) and all singular values."""
+    norms = np.sqrt((phi * phi) @ w)
+    scaled = phi[norms > 0] / norms[norms > 0, None]
+    _, s, vt = np.linalg.svd(scaled * np.sqrt(w)[None], full_matrices=False)
+    rank = int(np.sum(s > tol * s[0]))
+    return vt[:rank] / np.sqrt(w)[None], s
+
+
+def _select(a: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative weights `u` with `a u = a w` on few nodes: kept indices and weights. Large
+    problems are solved chunk by chunk first (the union of the chunks' solutions has the
+    integrals of the whole), then once on the union."""
+    target = a @ w
+    idx = np.arange(w.size)
+    while True:
+        size = max(4 * a.shape[0], _CHUNK_ENTRIES // a.shape[0])
+        parts = np.array_split(idx, max(1, math.ceil(idx.size / size)))
+        if len(parts) == 1:
+            break
+        kept = []
+        for part in parts:
+            u, _ = nnls(a[:, part], a[:, part] @ w[part], maxiter=10 * part.size)
+            kept.append(part[u > 0])
+        merged = np.concatenate(kept)
+        if merged.size >= idx.size:  # nothing more to gain from chunking
+            break
+        idx = merged
+    u, _ = nnls(a[:, idx], target, maxiter=10 * idx.size)
+    return idx[u > 0], u[u > 0]
+
+
+@overload
+def empirical(
+    rule: QuadratureRule,
+    integrals: Callable[[QuadratureRule, Any], Any],
+    samples: Any,
+    *,
+    tol: float = ...,
+    return_info: Literal[False] = ...,
+) -> QuadratureRule: ...
+@overload
+def empirical(
+    rule: QuadratureRule,
+    integrals: Callable[[QuadratureRule, Any], Any],
+    samples: Any,
+    *,
+    tol: float = ...,
+    return_info: Literal[True],
+) -> tuple[QuadratureRule, EmpiricalInfo]: ...
+def empirical(
+    rule: QuadratureRule,
+    integrals: Callable[[QuadratureRule, Any], Any],
+    samples: Any,
+    *,
+    tol: float = 1e-10,
+    return_info: bool = False,
+) -> QuadratureRule | tuple[QuadratureRule, EmpiricalInfo]:
+    """A positive rule on a subset of `rule`'s nodes fitted to the integrands of `integrals`
+    at the sampled states (empirical cubature, Hernández et al. 2017; module docstring).
+
+    `integrals(r, sample)` returns any pytree of arrays computed from integrals over the rule
+    `r` (e.g. a body's mass matrix, inverse dynamics and forces, with the body built on `r`)
+    and must be linear in `r.weights` (every sum `Σ_k w_k φ(x_k)` is; a quantity of several
+    bodies is linear in each body's weights). The fitted rule integrates each sampled
+    integrand as `rule` does, to the singular-value tolerance `tol` of their span, and
+    integrands of other states as well as the samples represent them: sample the range of
+    states the model will visit, and check the result on states not sampled
+    (`benchmarks/compress_accuracy.py --empirical` does). It keeps the volume (the constant
+    function is always fitted). Use it where `compress`'s polynomial moments converge
+    slowly: measured on the gripper's source map, singular on its bore's axis, ...
+
+    Args:
+        rule: a concrete `QuadratureRule` `(K,)` with positive weights (the reference).
+        integrals: `integrals(r, sample) -> pytree`, jit-traceable, linear in `r.weights`.
+        samples: a pytree of arrays with a leading sample axis `S` (e.g. `(q, q̇, q̈)` stacked);
+            `integrals` is evaluated (and differentiated) at each sample in turn.
+        tol: singular values of the unit-norm snapshots below `tol` times the largest are
+            dropped (fewer nodes, less accuracy); `0 < tol < 1`.
+        return_info: also return an `EmpiricalInfo`.
+
+    Returns:
+        The fitted `QuadratureRule` `(n,)`: rows of `rule.points`, the new weights, the
+        per-node density subset and the rule's frame points, geometry and mesh (as
+        `compress`). With `return_info=True`, `(rule, info)`.
+
+    Raises:
+        TypeError: `rule` is not a `QuadratureRule` or `integrals` is not callable.
+        ValueError: the rule is empty, traced or has non-positive weights; `tol` is not in
+            `(0, 1)`; the snapshots are not finite or all zero; the fitted integrals miss the
+            full rule's by more than 1e-9 (relative).
+
+    Example:
+        >>> import softrigid as sr
+        >>> from softrigid import joints, kinematics, quadrature
+        >>> full = quadrature.cylinder(0.02, 0.2, n_axial=6, n_radial=3, n_angular=8)
+        >>> def integrals(r, q):
+        ...     body = sr.SoftBody(kinematics.ConstantCurvature3D(0.2), r, 1000.0)
+        ...     robot = sr.Robot([sr.Link(joints.Fixed(), body)], gravity=(0, 0, -9.81))
+        ...     return sr.mass_matrix(robot, q), sr.gravity_force(robot, q)
+        >>> samples = jax.random.uniform(jax.random.key(0), (8, 3), minval=-1.0, maxval=1.0)
+        >>> rule = quadrature.empirical(full, integrals, samples)  # doctest: +SKIP
+    """
+    x, w, density = check_rule(rule, "empirical")
+    if not callable(integrals):
+        raise TypeError(f"empirical: integrals must be callable, got {type(integrals).__name__}")
+    if not (isinstance(tol, (int, float)) and 0.0 < float(tol) < 1.0):
+        raise ValueError(f"empirical: tol must be a number in (0, 1), got {tol!r}")
+    phi = _snapshots(rule, integrals, samples)
+    if not np.all(np.isfinite(phi)):
+        raise ValueError(
+            "empirical: the integrands at the sampled states are not finite (NaN or inf): a "
+            "sample outside the map's range?"
+        )
+    phi = np.concatenate([np.ones((1, w.size)), phi])  # the volume is always kept
+    psi, s = _basis(phi, w, float(tol))
+    idx, u = _select(psi, w)
+    target = psi @ w
+    residual = float(np.linalg.norm(psi[:, idx] @ u - target) / np.linalg.norm(target))
+    if not residual <= _RESIDUAL_TOL:
+        raise ValueError(
+            f"empirical: the basis' integrals are met only to {residual:.2g} (relative); "
+            "try a larger tol"
+        )
+    out = subset_rule(rule, x, density, idx, u)
+    if not return_info:
+        return out
+    scale = np.abs(phi) @ w
+    error = np.abs(phi[:, idx] @ u - phi @ w)[scale > 0] / scale[scale > 0]
+    info = EmpiricalInfo(
+        indices=idx,
+        n_nodes=int(idx.size),
+        n_input=int(w.size),
+        n_snapshots=int(phi.shape[0]),
+        rank=int(psi.shape[0]),
+        residual=residual,
+        snapshot_error=float(error.max()),
+        singular_values=s,
+    )
+    return out, info

@@ -168,7 +168,13 @@ def empirical(
     states the model will visit, and check the result on states not sampled
     (`benchmarks/compress_accuracy.py --empirical` does). It keeps the volume (the constant
     function is always fitted). Use it where `compress`'s polynomial moments converge
-    slowly: measured on the gripper's source map, singular on its bore's axis, ...
+    slowly. Measured (`compress_accuracy.py --empirical`, 10 fitting states, 3 others to
+    test): the gripper's source map, singular on its bore's axis, on its 48,384-node mesh
+    rule: `tol = 1e-10` keeps 50 nodes, and `M`, `ID`, `g` and the elastic force are within
+    1e-10 of the full rule, the Kelvin–Voigt force 9e-7 (6e-8 with 20 fitting states), where
+    `compress` to degree 8 keeps 165 nodes and misses by 9e-4 to 1e-2. A quantity linear in
+    the velocities (damping) generalizes from its samples' directions only: sample more states,
+    or give its matrix.
 
     Args:
         rule: a concrete `QuadratureRule` `(K,)` with positive weights (the reference).
@@ -191,6 +197,7 @@ def empirical(
             full rule's by more than 1e-9 (relative).
 
     Example:
+        >>> import jax
         >>> import softrigid as sr
         >>> from softrigid import joints, kinematics, quadrature
         >>> full = quadrature.cylinder(0.02, 0.2, n_axial=6, n_radial=3, n_angular=8)

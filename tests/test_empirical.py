@@ -153,6 +153,8 @@ def _nan(rule, a):
             ValueError,
             "one leading sample axis",
         ),
+        ((None, near_singular, jnp.ones(0)), {}, ValueError, "at least one"),
+        ((None, near_singular, 0.01), {}, ValueError, "one leading sample axis"),
     ],
 )
 def test_errors(args, kw, error, match):

@@ -219,7 +219,7 @@ def check_rule(
         raise TypeError(f"{where}: rule must be a QuadratureRule, got {type(rule).__name__}")
     if not is_concrete(rule.points, rule.weights, rule.density):
         raise ValueError(
-            f"{where}: rule must be concrete (compress it once, outside jit, grad or vmap)"
+            f"{where}: rule must be concrete (call {where} once, outside jit, grad or vmap)"
         )
     x = np.asarray(rule.points, dtype=float)
     w = np.asarray(rule.weights, dtype=float)

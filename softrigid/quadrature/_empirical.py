@@ -84,11 +84,13 @@ def _snapshots(
     # integrands' intermediates (memory ∝ components × nodes), not times the samples too
     gradient = jax.jit(jax.jacrev(flat))
     weights = jnp.asarray(rule.weights)
-    count = {leaf.shape[0] for leaf in jax.tree.leaves(samples)}
-    if len(count) != 1:
+    samples = jax.tree.map(jnp.asarray, samples)
+    leaves = jax.tree.leaves(samples)
+    count = {leaf.shape[0] if leaf.ndim else None for leaf in leaves}
+    if len(count) != 1 or None in count or 0 in count:
         raise ValueError(
-            "empirical: samples must be arrays with one leading sample axis, got leading sizes "
-            f"{sorted(count)}"
+            "empirical: samples must be arrays with one leading sample axis of at least one "
+            f"sample, got shapes {[leaf.shape for leaf in leaves]}"
         )
     rows = [
         np.asarray(gradient(weights, jax.tree.map(lambda a, i=i: a[i], samples)))

@@ -276,6 +276,20 @@ class SoftBody(Body):
         """Moments of `h_k = ∂²p_k/∂q²[q̇, q̇]` (see `velocity_level`)."""
         return self.velocity_level(data, q, qd)[2]
 
+    def integrals(
+        self, q: Array, qd: Array
+    ) -> tuple[MassMoments, VelocityMoments, tuple[Array, Array, Array]]:
+        """Every integral over the body's rule that the dynamics take at `(q, q̇)`: the mass
+        moments of `u = (p, J e_1, …, J e_n)` (`position_terms`), the moments of
+        `h = ∂²p/∂q²[q̇, q̇]` (`velocity_terms`) and the internal force with its derivatives
+        `(s, ∂s/∂q, ∂s/∂q̇)` (`internal_force_derivatives`). Each is linear in the rule's
+        weights, and together they fix the body's part in any chain (its distal frame comes
+        from points, not weights): `quadrature.empirical` fitted to them at sampled states
+        gives a rule that serves the body wherever it is linked (README, "Empirical
+        cubature")."""
+        moments, data = self.position_terms(q)
+        return moments, self.velocity_terms(data, q, qd), self.internal_force_derivatives(q, qd)
+
     def mass_points(self, q: Array) -> tuple[Array, Array]:
         """The quadrature nodes mapped to the proximal frame, `f(x_k, q)` (K, 3), and their
         masses `m_k` (K,)."""

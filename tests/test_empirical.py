@@ -135,6 +135,39 @@ def test_gripper_dynamics_at_unsampled_states():
         assert np.all(diff <= 1e-6 * scale), diff / scale
 
 
+def test_body_integrals_fit_a_rule_for_any_chain():
+    """Fitted to the body's own integrals (`SoftBody.integrals`: its mass and velocity moments
+    and internal forces), the rule serves the body behind joints and other links: the
+    chain's mass matrix and inverse dynamics at unsampled states equal the full rule's."""
+    full = quadrature.from_mesh(MESHES / "gripper.vtu", degree=1)
+    material = materials.CompressibleNeoHookean(mu=0.356e6, lam=3.56e6, eta=0.05)
+
+    def body(rule):
+        return sr.SoftBody(lvp.gripper(0.05), rule, 960.0, material=material, **GRIPPER_FRAME)
+
+    q, qd, _ = _gripper_states(6, seed=5)
+    rule = quadrature.empirical(full, lambda r, s: body(r).integrals(*s), (q, qd))
+    assert rule.n_points < full.n_points // 10
+
+    def chain(rule):
+        arm = sr.RigidBody(1.0, (0.0, 0.0, 0.05), 1e-3 * np.eye(3), distal=(np.eye(3), (0, 0, 0.1)))
+        links = [
+            sr.Link(joints.Revolute((0, 1, 0)), arm),
+            sr.Link(joints.Revolute((1, 0, 0)), body(rule)),
+        ]
+        return sr.Robot(links, gravity=(0.3, -1.0, -9.81))
+
+    both = jax.jit(lambda r, *s: sr.mass_inverse_dynamics(chain(r), *s))
+    rng = np.random.default_rng(11)
+    gq, gqd, gqdd = _gripper_states(2, seed=11)
+    for k in range(2):
+        x = jnp.concatenate([jnp.asarray(rng.uniform(-1.0, 1.0, 2)), gq[k]])
+        v = jnp.concatenate([jnp.asarray(rng.normal(size=2)), gqd[k]])
+        a = jnp.concatenate([jnp.asarray(rng.normal(size=2)), gqdd[k]])
+        for got, ref in zip(both(rule, x, v, a), both(full, x, v, a)):
+            assert float(jnp.abs(got - ref).max()) <= 1e-7 * float(jnp.abs(ref).max())
+
+
 def _nan(rule, a):
     return rule.weights @ jnp.log(rule.points[:, 0] - a)  # NaN where x1 < a
 

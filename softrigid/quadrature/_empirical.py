@@ -176,7 +176,9 @@ def empirical(
     1e-10 of the full rule, the Kelvin–Voigt force 9e-7 (6e-8 with 20 fitting states), where
     `compress` to degree 8 keeps 165 nodes and misses by 9e-4 to 1e-2. A quantity linear in
     the velocities (damping) generalizes from its samples' directions only: sample more states,
-    or give its matrix.
+    or give its matrix. For a body that may be linked anywhere, fit `SoftBody.integrals`
+    (its mass and velocity moments and internal forces: everything the recursion takes from
+    the rule).
 
     Args:
         rule: a concrete `QuadratureRule` `(K,)` with positive weights (the reference).

@@ -197,8 +197,8 @@ def empirical(
     Raises:
         TypeError: `rule` is not a `QuadratureRule` or `integrals` is not callable.
         ValueError: the rule is empty, traced or has non-positive weights; `tol` is not in
-            `(0, 1)`; the snapshots are not finite or all zero; the fitted integrals miss the
-            full rule's by more than 1e-9 (relative).
+            `(0, 1)`; the samples have no common leading axis; the integrands are not finite;
+            the fitted integrals miss the full rule's by more than 1e-9 (relative).
 
     Example:
         >>> import jax

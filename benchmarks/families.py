@@ -57,6 +57,7 @@ def family_maps() -> dict[str, tuple[object, dict]]:
         "planar_cc": (kinematics.PlanarConstantCurvature(LENGTH), {}),
         "cc3d": (kinematics.ConstantCurvature3D(LENGTH), {}),
         "pcs": (kinematics.PlanarPCS(LENGTH), {}),
+        "spatial_pcs": (kinematics.SpatialPCS(LENGTH), {}),
         "cosserat_pcs3": (
             kinematics.Cosserat(
                 LENGTH, kinematics.PiecewiseConstant(LENGTH, 3, ("bend", "axial")), n_steps=3

@@ -10,17 +10,20 @@ Robots (float64, the CPU backend):
   (the law and distal frame of `compress_accuracy.py`), 2 body coordinates.
 
 Per robot and rule (`compressed`: `compress(from_mesh(degree=4), 6)`, the README's default;
-`mesh`: `from_mesh(degree=1)`, the full mesh), each function wrapped in `jax.jit` with
+`mesh`: `from_mesh(degree=1)`, the full mesh; `empirical`: `quadrature.empirical` of the
+degree-4 rule fitted to the body's `SoftBody.integrals` at 10 seeded states, slow to fit for
+the helicoid), each function wrapped in `jax.jit` with
 softrigid's compiler options (`sr.compiler_options()`, as its own programs are): first call
 (trace + compile + run) and steady-state time per call (median of batches, `_timing.time_call`)
 of `inverse_dynamics`, `mass_inverse_dynamics`, `elastic_force + damping_force` (two calls),
 `internal_force` (the same sum in one call) and `inverse_dynamics_derivatives`; the same-run reference is the map and its `q`-Jacobian at every
 node of every body (`jax.jacfwd` of `map_points`), and the ratio `ID / (map + Jacobian)`. For the
-compressed rule, the relative error of `M`, `ID`, `g` and `s` against the reference rule
+compressed and empirical rules, the relative error of `M`, `ID`, `g` and `s` against the reference rule
 `from_mesh(degree=4)` at one seeded state. Peak resident memory of the process at the end
 (`ru_maxrss`). One JSON object per line.
 
-Run: taskset -c 1 python benchmarks/heavy.py [--robots helicoid gripper] [--rules compressed mesh]
+Run: taskset -c 1 python benchmarks/heavy.py [--robots helicoid gripper]
+     [--rules compressed mesh empirical]
      [--skip derivatives] [--no-reference] [--fast] [--closed] [--default-emitters]
 (`--fast`: XLA:CPU's faster-compiling emitters, `sr.fast_compilation()`, for the whole process;
 `--default-emitters`: `jax.jit` without options (XLA:CPU's default MLIR emitters);
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import functools
 import resource
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,39 +61,53 @@ except ImportError:  # run as a module
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def rule(mesh: str, kind: str) -> quadrature.QuadratureRule:
-    """The full mesh (`degree=1`), the compressed default, or the reference (`degree=4`)."""
+def rule(
+    mesh: str,
+    kind: str,
+    body: Callable[[quadrature.QuadratureRule], sr.SoftBody] | None = None,
+    scale: np.ndarray | None = None,
+) -> quadrature.QuadratureRule:
+    """The full mesh (`degree=1`), the compressed default, the reference (`degree=4`), or the
+    empirical cubature of the reference fitted to `body(rule).integrals(q, q̇)` at 10 seeded
+    states with body coordinates `scale · U(−1, 1)` (`tol` 1e-10)."""
     path = ROOT / "meshes" / mesh
     if kind == "mesh":
         return quadrature.from_mesh(path, degree=1)
     fine = quadrature.from_mesh(path, degree=4)
+    if kind == "empirical":
+        rng = np.random.default_rng(5)
+        q, qd = (jnp.asarray(f * scale * rng.uniform(-1, 1, (10, scale.size))) for f in (1, 3))
+        return quadrature.empirical(fine, lambda r, s: body(r).integrals(*s), (q, qd))
     return fine if kind == "reference" else quadrature.compress(fine, 6)
 
 
 def helicoid(kind: str) -> tuple[sr.Robot, np.ndarray]:
     """The 3-segment helicoid robot and the scale of its random states."""
-    seg = sr.SoftBody(
-        lvp.helicoid_segment(0.1),
-        rule("helicoid.vtu", kind),
-        density=960.0,
-        material=_neo_hookean(),
-    )
+
+    def body(r: quadrature.QuadratureRule) -> sr.SoftBody:
+        return sr.SoftBody(lvp.helicoid_segment(0.1), r, density=960.0, material=_neo_hookean())
+
+    scale = np.array([0.2, 0.1, 1.0, 0.1, 1.0, 0.5, 0.01, 0.01])
+    seg = body(rule("helicoid.vtu", kind, body, scale))
     robot = sr.Robot([sr.Link(joints.Fixed(), seg) for _ in range(3)], gravity=(0, 0, -9.81))
-    return robot, np.tile([0.2, 0.1, 1.0, 0.1, 1.0, 0.5, 0.01, 0.01], 3)
+    return robot, np.tile(scale, 3)
 
 
 def gripper(kind: str) -> tuple[sr.Robot, np.ndarray]:
     """A rigid link carrying the gripper body."""
-    body = sr.SoftBody(
-        lvp.gripper(0.05),
-        rule("gripper.vtu", kind),
-        density=960.0,
-        material=_compressible(),
-        **GRIPPER_FRAME,
-    )
+
+    def body(r: quadrature.QuadratureRule) -> sr.SoftBody:
+        return sr.SoftBody(
+            lvp.gripper(0.05), r, density=960.0, material=_compressible(), **GRIPPER_FRAME
+        )
+
+    scale = np.array([0.2, 5e-5])
     link = sr.RigidBody(0.2, (0.0, 0.0, 0.05), 1e-4 * jnp.eye(3), distal=(jnp.eye(3), (0, 0, 0.1)))
-    links = [sr.Link(joints.Revolute((0.0, 1.0, 0.0)), link), sr.Link(joints.Fixed(), body)]
-    return sr.Robot(links, gravity=(0, 0, -9.81)), np.array([1.0, 0.2, 5e-5])
+    links = [
+        sr.Link(joints.Revolute((0.0, 1.0, 0.0)), link),
+        sr.Link(joints.Fixed(), body(rule("gripper.vtu", kind, body, scale))),
+    ]
+    return sr.Robot(links, gravity=(0, 0, -9.81)), np.concatenate([[1.0], scale])
 
 
 ROBOTS = {"helicoid": helicoid, "gripper": gripper}
@@ -217,7 +235,7 @@ def main() -> None:
                         if k != "map_and_jacobian"
                     }
                 )
-            if kind == "compressed" and not args.no_reference:
+            if kind in ("compressed", "empirical") and not args.no_reference:
                 summary["relative_error_vs_reference"] = errors(name, robot, states)
             summary["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
             emit(f"{name}/{kind}/summary", **summary)

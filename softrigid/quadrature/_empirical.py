@@ -40,6 +40,7 @@ __all__ = ["EmpiricalInfo", "empirical"]
 
 _CHUNK_ENTRIES = 2**23  # nodes × equations per least-squares problem (64 MB in float64)
 _RESIDUAL_TOL = 1e-9  # relative residual of the basis' integrals above which the fit failed
+_COTANGENTS = 32  # integral components whose integrands one vectorized reverse pass computes
 
 
 class EmpiricalInfo(NamedTuple):
@@ -80,9 +81,15 @@ def _snapshots(
         out = integrals(dataclasses.replace(rule, weights=weights), sample)
         return jnp.concatenate([jnp.ravel(jnp.asarray(v)) for v in jax.tree.leaves(out)])
 
-    # one sample at a time: a reverse pass per component over every node holds the
-    # integrands' intermediates (memory ∝ components × nodes), not times the samples too
-    gradient = jax.jit(jax.jacrev(flat))
+    def gradient(weights: jax.Array, sample: Any) -> jax.Array:
+        # ∂I/∂w row by row: one forward pass, then the pullback of the unit cotangents,
+        # `_COTANGENTS` at a time (memory ∝ that many × nodes, whatever the components)
+        out, pullback = jax.vjp(lambda w: flat(w, sample), weights)
+        eye = jnp.eye(out.size, dtype=out.dtype)
+        return jax.lax.map(lambda e: pullback(e)[0], eye, batch_size=_COTANGENTS)
+
+    # one sample at a time: the intermediates of one sample's passes, not of all samples
+    gradient = jax.jit(gradient)
     weights = jnp.asarray(rule.weights)
     samples = jax.tree.map(jnp.asarray, samples)
     leaves = jax.tree.leaves(samples)

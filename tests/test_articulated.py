@@ -43,9 +43,8 @@ def _families_robot(cosserat: bool) -> sr.Robot:
     """Every joint family (fixed, revolute, prismatic, helical, cylindrical, universal, planar,
     spherical, free) and every body family (rigid, planar CC, 3D CC, planar PCS, a
     volume-preserving composition and a spatial PCS rod or, with `cosserat`, a Cosserat rod
-    with a strain basis in its place),
-    joint springs, rod materials, a motor and a tendon. The fixed joint carries a rigid body: a
-    link without coordinates."""
+    with a strain basis in its place), joint springs, rod materials, a motor and a tendon. The
+    fixed joint carries a rigid body: a link without coordinates."""
     rod = CosseratRod(2e5, 7e4, eta=0.02)
     if cosserat:
         kin = kinematics.Cosserat(

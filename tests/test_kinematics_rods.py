@@ -12,7 +12,10 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 
+import softrigid as sr
+from softrigid import joints, quadrature
 from softrigid import kinematics as km
+from softrigid.materials import CosseratRod
 
 L = 0.4
 RNG = np.random.default_rng(20240603)
@@ -282,12 +285,9 @@ def test_cosserat_equals_closed_forms():
 def test_spatial_pcs_robot_equals_the_cosserat_rod():
     """In a robot (a revolute joint, two segments, the Cosserat rod material): the inverse
     dynamics, mass matrix and internal forces of `SpatialPCS` segments equal those of the
-    constant-strain Cosserat rod (one Magnus step, checked against the Euler–Lagrange baseline
-    in `test_families_robot.py`), at a random state and at `κ = 0`."""
-    import softrigid as sr
-    from softrigid import joints, quadrature
-    from softrigid.materials import CosseratRod
-
+    constant-strain Cosserat rod (one Magnus step; the Cosserat family's recursion is checked
+    against the Euler–Lagrange baseline in `test_families_robot.py`), at a random state and at
+    `κ = 0`."""
     length = 0.15
     volume = quadrature.cylinder(0.02, length, n_axial=3, n_radial=1, n_angular=3)
     material = CosseratRod(2e5, 7e4, eta=0.02)

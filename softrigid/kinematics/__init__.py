@@ -1,8 +1,9 @@
 """Built-in body kinematics families `f(x, q)` and the interface user maps implement.
 
-Families: `Rigid`, `PlanarConstantCurvature`, `ConstantCurvature3D`, `PlanarPCS`, `SpatialPCS`, `Cosserat`
-(GVS rod, with the strain bases `PiecewiseConstant`, `Monomial`, `Legendre`, `Chebyshev` or any
-callable), and the locally volume-preserving primitives of `softrigid.kinematics.lvp`.
+Families: `Rigid`, `PlanarConstantCurvature`, `ConstantCurvature3D`, `PlanarPCS`,
+`SpatialPCS`, `Cosserat` (GVS rod, with the strain bases `PiecewiseConstant`, `Monomial`,
+`Legendre`, `Chebyshev` or any callable), and the locally volume-preserving primitives of
+`softrigid.kinematics.lvp`.
 """
 
 from . import lvp

@@ -7,10 +7,10 @@ themselves: every integral a body takes over its rule is linear in the rule's we
 
     I_i(s) = Σ_k w_k φ_i(x_k, s),     so     ∂I_i/∂w_k = φ_i(x_k, s),
 
-and the derivatives with respect to the weights at sampled states `s` (one reverse pass per
-integral) are the integrands at every node. With `Φ` their snapshot matrix (rows `φ_i(·, s)`,
+and the derivatives with respect to the weights at sampled states `s` (the pullbacks of unit
+cotangents, one per integral component) are the integrands at every node. With `Φ` their snapshot matrix (rows `φ_i(·, s)`,
 each scaled to unit norm in `⟨f, g⟩ = Σ_k w_k f_k g_k`, and the constant function, so the volume
-and mass are kept), the right singular vectors of `Φ diag(√w)` above `tol` times the largest
+is kept), the right singular vectors of `Φ diag(√w)` above `tol` times the largest
 singular value give an orthonormal basis `ψ_1 … ψ_r` of the sampled integrands, and
 
     Σ_k u_k ψ_j(x_k) = Σ_k w_k ψ_j(x_k),   j = 1…r,   u ≥ 0,

@@ -168,6 +168,35 @@ def test_body_integrals_fit_a_rule_for_any_chain():
             assert float(jnp.abs(got - ref).max()) <= 1e-7 * float(jnp.abs(ref).max())
 
 
+def test_kept_fit_is_read_back_under_its_key(tmp_path, monkeypatch):
+    """With a key and the cache's folder, a fit is kept on disk and read back (no snapshots
+    taken again); another key, other samples or `return_info` fit again."""
+    from softrigid import _cache
+    from softrigid.quadrature import _empirical
+
+    folder = tmp_path / "quadrature"
+    monkeypatch.setattr(_cache, "_rules", folder)
+    fits = []
+    fit = _empirical._fit
+    monkeypatch.setattr(_empirical, "_fit", lambda *a: fits.append(1) or fit(*a))
+    samples = jnp.linspace(0.002, 0.02, 12)
+    first = quadrature.empirical(cylinder_rule(), near_singular, samples, key="near")
+    assert len(fits) == 1 and len(list(folder.glob("*.npz"))) == 1
+    again = quadrature.empirical(cylinder_rule(), near_singular, samples, key="near")
+    assert len(fits) == 1
+    np.testing.assert_array_equal(again.points, first.points)
+    np.testing.assert_array_equal(again.weights, first.weights)
+    np.testing.assert_array_equal(first.weights, fitted()[0].weights)  # as without the folder
+    quadrature.empirical(cylinder_rule(), near_singular, samples, key="other")
+    quadrature.empirical(cylinder_rule(), near_singular, samples[:6], key="near")
+    _, info = quadrature.empirical(
+        cylinder_rule(), near_singular, samples, key="near", return_info=True
+    )
+    assert len(fits) == 4 and info.n_nodes == first.n_points
+    quadrature.empirical(cylinder_rule(), near_singular, samples)  # no key: not kept
+    assert len(list(folder.glob("*.npz"))) == 3
+
+
 def _nan(rule, a):
     return rule.weights @ jnp.log(rule.points[:, 0] - a)  # NaN where x1 < a
 
@@ -188,6 +217,7 @@ def _nan(rule, a):
         ),
         ((None, near_singular, jnp.ones(0)), {}, ValueError, "at least one"),
         ((None, near_singular, 0.01), {}, ValueError, "one leading sample axis"),
+        ((None, near_singular, jnp.ones(2)), {"key": 3}, TypeError, "key must be a string"),
     ],
 )
 def test_errors(args, kw, error, match):

@@ -24,6 +24,7 @@ nearly so. Large rules are solved in chunks first, as in `compress`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, overload
@@ -35,6 +36,7 @@ from scipy.optimize import nnls
 
 from ._compress import check_rule, subset_rule
 from ._rule import QuadratureRule
+from ._stored import Stored, load, store
 
 __all__ = ["EmpiricalInfo", "empirical"]
 
@@ -139,6 +141,45 @@ def _select(a: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx[u > 0], u[u > 0]
 
 
+def _tag(key: str, tol: float, samples: Any) -> str:
+    """The name of a fit among the rules kept on disk: the user's `key` for the integrals,
+    `tol` and the SHA-256 of the samples' arrays."""
+    digest = hashlib.sha256()
+    for leaf in jax.tree.leaves(samples):
+        a = np.ascontiguousarray(np.asarray(leaf, dtype=np.float64))
+        digest.update(repr(a.shape).encode())
+        digest.update(a.tobytes())
+    return f"empirical {key!r} tol {tol!r} samples {digest.hexdigest()}"
+
+
+def _fit(
+    rule: QuadratureRule,
+    integrals: Callable[[QuadratureRule, Any], Any],
+    samples: Any,
+    w: np.ndarray,
+    tol: float,
+) -> tuple[Stored, np.ndarray, np.ndarray]:
+    """The fit: kept indices and weights, residual, rank and snapshot count (`Stored`), the
+    snapshots (with the constant function) and the singular values."""
+    phi = _snapshots(rule, integrals, samples)
+    if not np.all(np.isfinite(phi)):
+        raise ValueError(
+            "empirical: the integrands at the sampled states are not finite (NaN or inf): a "
+            "sample outside the map's range?"
+        )
+    phi = np.concatenate([np.ones((1, w.size)), phi])  # the volume is always kept
+    psi, s = _basis(phi, w, tol)
+    idx, u = _select(psi, w)
+    target = psi @ w
+    residual = float(np.linalg.norm(psi[:, idx] @ u - target) / np.linalg.norm(target))
+    if not residual <= _RESIDUAL_TOL:
+        raise ValueError(
+            f"empirical: the basis' integrals are met only to {residual:.2g} (relative); "
+            "try a larger tol"
+        )
+    return Stored(idx, u, residual, int(psi.shape[0]), int(phi.shape[0])), phi, s
+
+
 @overload
 def empirical(
     rule: QuadratureRule,
@@ -146,6 +187,7 @@ def empirical(
     samples: Any,
     *,
     tol: float = ...,
+    key: str | None = ...,
     return_info: Literal[False] = ...,
 ) -> QuadratureRule: ...
 @overload
@@ -155,6 +197,7 @@ def empirical(
     samples: Any,
     *,
     tol: float = ...,
+    key: str | None = ...,
     return_info: Literal[True],
 ) -> tuple[QuadratureRule, EmpiricalInfo]: ...
 def empirical(
@@ -163,6 +206,7 @@ def empirical(
     samples: Any,
     *,
     tol: float = 1e-10,
+    key: str | None = None,
     return_info: bool = False,
 ) -> QuadratureRule | tuple[QuadratureRule, EmpiricalInfo]:
     """A positive rule on a subset of `rule`'s nodes fitted to the integrands of `integrals`
@@ -194,7 +238,15 @@ def empirical(
             `integrals` is evaluated (and differentiated) at each sample in turn.
         tol: singular values of the unit-norm snapshots below `tol` times the largest are
             dropped (fewer nodes, less accuracy); `0 < tol < 1`.
-        return_info: also return an `EmpiricalInfo`.
+        key: a name for `integrals` (change it when they change). With it and
+            `softrigid.enable_compilation_cache()`, the fit is kept on disk (the cache's folder
+            `quadrature`, as `compress`'s, keyed by the rule's arrays, the samples' arrays,
+            `tol`, `key` and the NumPy and SciPy versions) and a later process with the same
+            inputs reads its nodes and weights instead of fitting again (the fit is a reverse
+            pass per integral component and sample over every node: seconds to minutes). A
+            changed `integrals` under an unchanged `key` reads the old fit: the key is yours.
+        return_info: also return an `EmpiricalInfo` (fits again: the snapshots it reports
+            are not kept on disk).
 
     Returns:
         The fitted `QuadratureRule` `(n,)`: rows of `rule.points`, the new weights, the
@@ -224,22 +276,15 @@ def empirical(
         raise TypeError(f"empirical: integrals must be callable, got {type(integrals).__name__}")
     if not (isinstance(tol, (int, float)) and 0.0 < float(tol) < 1.0):
         raise ValueError(f"empirical: tol must be a number in (0, 1), got {tol!r}")
-    phi = _snapshots(rule, integrals, samples)
-    if not np.all(np.isfinite(phi)):
-        raise ValueError(
-            "empirical: the integrands at the sampled states are not finite (NaN or inf): a "
-            "sample outside the map's range?"
-        )
-    phi = np.concatenate([np.ones((1, w.size)), phi])  # the volume is always kept
-    psi, s = _basis(phi, w, float(tol))
-    idx, u = _select(psi, w)
-    target = psi @ w
-    residual = float(np.linalg.norm(psi[:, idx] @ u - target) / np.linalg.norm(target))
-    if not residual <= _RESIDUAL_TOL:
-        raise ValueError(
-            f"empirical: the basis' integrals are met only to {residual:.2g} (relative); "
-            "try a larger tol"
-        )
+    if key is not None and not isinstance(key, str):
+        raise TypeError(f"empirical: key must be a string or None, got {type(key).__name__}")
+    tag = None if key is None else _tag(key, float(tol), samples)
+    found = None if tag is None or return_info else load(x, w, density, tag)
+    if found is None:
+        found, phi, s = _fit(rule, integrals, samples, w, float(tol))
+        if tag is not None:
+            store(x, w, density, tag, found)
+    idx, u = found.indices, found.weights
     out = subset_rule(rule, x, density, idx, u)
     if not return_info:
         return out
@@ -249,9 +294,9 @@ def empirical(
         indices=idx,
         n_nodes=int(idx.size),
         n_input=int(w.size),
-        n_snapshots=int(phi.shape[0]),
-        rank=int(psi.shape[0]),
-        residual=residual,
+        n_snapshots=found.bound,
+        rank=found.rank,
+        residual=found.residual,
         snapshot_error=float(error.max()),
         singular_values=s,
     )

@@ -43,7 +43,7 @@ class Stored(NamedTuple):
     bound: int
 
 
-def _key(x: np.ndarray, w: np.ndarray, density: np.ndarray | None, degree: int) -> str:
+def _key(x: np.ndarray, w: np.ndarray, density: np.ndarray | None, degree: int | str) -> str:
     digest = hashlib.sha256(
         f"softrigid.compress {_FORMAT}; numpy {np.__version__}; scipy {scipy.__version__}; "
         f"degree {degree}; density {density is not None}".encode()
@@ -55,14 +55,19 @@ def _key(x: np.ndarray, w: np.ndarray, density: np.ndarray | None, degree: int) 
     return digest.hexdigest()
 
 
-def _path(x: np.ndarray, w: np.ndarray, density: np.ndarray | None, degree: int) -> Path | None:
+def _path(
+    x: np.ndarray, w: np.ndarray, density: np.ndarray | None, degree: int | str
+) -> Path | None:
     folder = rule_directory()
     return None if folder is None else folder / f"{_key(x, w, density, degree)}.npz"
 
 
-def load(x: np.ndarray, w: np.ndarray, density: np.ndarray | None, degree: int) -> Stored | None:
-    """The stored compression of the rule `(x, w, density)` to `degree`, or `None` (no folder,
-    no entry, or an entry that cannot be read or does not fit `x`)."""
+def load(
+    x: np.ndarray, w: np.ndarray, density: np.ndarray | None, degree: int | str
+) -> Stored | None:
+    """The stored compression of the rule `(x, w, density)` to `degree` (or the reduction a
+    string names, `empirical`'s), or `None` (no folder, no entry, or an entry that cannot be
+    read or does not fit `x`)."""
     path = _path(x, w, density, degree)
     if path is None or not path.is_file():
         return None
@@ -88,7 +93,7 @@ def load(x: np.ndarray, w: np.ndarray, density: np.ndarray | None, degree: int) 
 
 
 def store(
-    x: np.ndarray, w: np.ndarray, density: np.ndarray | None, degree: int, found: Stored
+    x: np.ndarray, w: np.ndarray, density: np.ndarray | None, degree: int | str, found: Stored
 ) -> None:
     """Keep `found` for the rule `(x, w, density)` and `degree` where `enable_compilation_cache`
     put the folder (nothing without one; a warning if it cannot be written)."""

@@ -114,7 +114,7 @@ TENDON_OFFSET, TENDON_ANGLES = 0.015, (0.0, 2 * np.pi / 3, 4 * np.pi / 3)
 GRIPPER_LENGTH, CHAMBER_RADIUS, GRIPPER_DENSITY = 0.05, 0.012, 960.0
 GRIPPER_C, GRIPPER_ETA = 22.2e6, 0.05
 # the empirical rule's fitting states: (q10, q11) uniform in ±GRIPPER_RANGE[0] (the run reaches
-# (3.2e-3, 1.5e-5 m²)), their rates in ±GRIPPER_RANGE[1]
+# (3.34e-3, 1.55e-5 m²)), their rates in ±GRIPPER_RANGE[1]
 GRIPPER_SAMPLES, GRIPPER_RANGE = 10, ((0.01, 3e-5), (1.0, 3e-3))
 UR, ARM, GRIPPER = tuple(range(6)), (6, 7, 8), (9, 10)  # coordinates (and inputs 0..5, 6..8)
 PRESSURE_INPUT = 9

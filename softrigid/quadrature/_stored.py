@@ -100,6 +100,7 @@ def store(
     path = _path(x, w, density, degree)
     if path is None:
         return
+    where = "compress" if isinstance(degree, int) else "empirical"
     temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,5 +112,5 @@ def store(
         if temporary is not None:
             temporary.unlink(missing_ok=True)
         warnings.warn(
-            f"compress: could not keep the rule in {str(path.parent)!r} ({err})", stacklevel=3
+            f"{where}: could not keep the rule in {str(path.parent)!r} ({err})", stacklevel=3
         )

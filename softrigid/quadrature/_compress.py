@@ -26,6 +26,7 @@ chunks has the same moments as the whole), which bounds the memory to a few hund
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal, NamedTuple, overload
 
 import jax.numpy as jnp
@@ -37,7 +38,7 @@ from .._module import is_concrete
 from ._rule import QuadratureRule
 from ._stored import Stored, load, store
 
-__all__ = ["CompressionInfo", "check_rule", "compress", "subset_rule"]
+__all__ = ["CompressionInfo", "check_rule", "compress", "reduce_in_chunks", "subset_rule"]
 
 _RANK_TOL = 1e-11  # singular values below this (relative) span numerically vanishing polynomials
 _SUPPORT_TOL = 1e-9  # a degree-⌊d/2⌋ polynomial this small on every node: the rule can't be exact
@@ -98,6 +99,24 @@ def _chunks(n_nodes: int, n_eq: int) -> list[np.ndarray]:
     """Consecutive index blocks with about `_CHUNK_ENTRIES / n_eq` nodes each."""
     size = max(4 * n_eq, _CHUNK_ENTRIES // n_eq)
     return np.array_split(np.arange(n_nodes), max(1, math.ceil(n_nodes / size)))
+
+
+def reduce_in_chunks(
+    n_nodes: int, n_eq: int, keep: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """The node indices (increasing) left after `keep(sub) -> the kept part of sub` on
+    consecutive chunks of about `_CHUNK_ENTRIES / n_eq` nodes, repeated on the union while it
+    shrinks (the union of sub-rules with each chunk's moments has the moments of the whole;
+    a final solve on the result is the caller's)."""
+    idx = np.arange(n_nodes)
+    while True:
+        parts = _chunks(idx.size, n_eq)
+        if len(parts) == 1:
+            return idx
+        merged = np.concatenate([keep(idx[part]) for part in parts])
+        if merged.size >= idx.size:  # nothing more to gain from chunking
+            return idx
+        idx = merged
 
 
 def _orthonormal(
@@ -164,20 +183,11 @@ def _solve(
     t, _ = _orthonormal(y, w, exponents)
     target = _moments(y, w, rho, exponents, t)
     n_eq = exponents.shape[0] * (1 if rho is None else 2)
-    idx = np.arange(y.shape[0])
-    while True:
-        parts = _chunks(idx.size, n_eq)
-        if len(parts) == 1:
-            break
-        kept = []
-        for part in parts:
-            sub = idx[part]
-            local, _, _ = _nnls(y[sub], w[sub], None if rho is None else rho[sub], exponents)
-            kept.append(sub[local])
-        merged = np.concatenate(kept)
-        if merged.size >= idx.size:  # nothing more to gain from chunking
-            break
-        idx = merged
+
+    def keep(sub: np.ndarray) -> np.ndarray:
+        return sub[_nnls(y[sub], w[sub], None if rho is None else rho[sub], exponents)[0]]
+
+    idx = reduce_in_chunks(y.shape[0], n_eq, keep)
     sub_rho = None if rho is None else rho[idx]
     local, u, residual = _nnls(y[idx], w[idx], sub_rho, exponents, (t, target))
     return idx[local], u, residual, t.shape[1]

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, overload
 
@@ -34,13 +33,12 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import nnls
 
-from ._compress import check_rule, subset_rule
+from ._compress import check_rule, reduce_in_chunks, subset_rule
 from ._rule import QuadratureRule
-from ._stored import Stored, load, store
+from ._stored import Stored, hash_arrays, load, store
 
 __all__ = ["EmpiricalInfo", "empirical"]
 
-_CHUNK_ENTRIES = 2**23  # nodes × equations per least-squares problem (64 MB in float64)
 _RESIDUAL_TOL = 1e-9  # relative residual of the basis' integrals above which the fit failed
 _COTANGENTS = 32  # integral components whose integrands one vectorized reverse pass computes
 
@@ -120,24 +118,15 @@ def _basis(phi: np.ndarray, w: np.ndarray, tol: float) -> tuple[np.ndarray, np.n
 
 def _select(a: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Non-negative weights `u` with `a u = a w` on few nodes: kept indices and weights. Large
-    problems are solved chunk by chunk first (the union of the chunks' solutions has the
-    integrals of the whole), then once on the union."""
-    target = a @ w
-    idx = np.arange(w.size)
-    while True:
-        size = max(4 * a.shape[0], _CHUNK_ENTRIES // a.shape[0])
-        parts = np.array_split(idx, max(1, math.ceil(idx.size / size)))
-        if len(parts) == 1:
-            break
-        kept = []
-        for part in parts:
-            u, _ = nnls(a[:, part], a[:, part] @ w[part], maxiter=10 * part.size)
-            kept.append(part[u > 0])
-        merged = np.concatenate(kept)
-        if merged.size >= idx.size:  # nothing more to gain from chunking
-            break
-        idx = merged
-    u, _ = nnls(a[:, idx], target, maxiter=10 * idx.size)
+    problems are solved chunk by chunk first (`reduce_in_chunks`, as in `compress`), then once
+    on the union of the chunks' nodes."""
+
+    def keep(sub: np.ndarray) -> np.ndarray:
+        u, _ = nnls(a[:, sub], a[:, sub] @ w[sub], maxiter=10 * sub.size)
+        return sub[u > 0]
+
+    idx = reduce_in_chunks(w.size, a.shape[0], keep)
+    u, _ = nnls(a[:, idx], a @ w, maxiter=10 * idx.size)
     return idx[u > 0], u[u > 0]
 
 
@@ -145,10 +134,7 @@ def _tag(key: str, tol: float, samples: Any) -> str:
     """The name of a fit among the rules kept on disk: the user's `key` for the integrals,
     `tol` and the SHA-256 of the samples' arrays."""
     digest = hashlib.sha256()
-    for leaf in jax.tree.leaves(samples):
-        a = np.ascontiguousarray(np.asarray(leaf, dtype=np.float64))
-        digest.update(repr(a.shape).encode())
-        digest.update(a.tobytes())
+    hash_arrays(digest, jax.tree.leaves(samples))
     return f"empirical {key!r} tol {tol!r} samples {digest.hexdigest()}"
 
 

@@ -19,15 +19,16 @@ import os
 import tempfile
 import warnings
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy
 
 from .._cache import rule_directory
 
-__all__ = ["Stored", "load", "store"]
+__all__ = ["Stored", "hash_arrays", "load", "store"]
 
 _FORMAT = 1  # raise when `compress`'s algorithm or this file's content changes
 
@@ -48,11 +49,16 @@ def _key(x: np.ndarray, w: np.ndarray, density: np.ndarray | None, degree: int |
         f"softrigid.compress {_FORMAT}; numpy {np.__version__}; scipy {scipy.__version__}; "
         f"degree {degree}; density {density is not None}".encode()
     )
-    for a in (x, w) if density is None else (x, w, density):
-        a = np.ascontiguousarray(a, dtype=np.float64)
+    hash_arrays(digest, (x, w) if density is None else (x, w, density))
+    return digest.hexdigest()
+
+
+def hash_arrays(digest: Any, arrays: Iterable[Any]) -> None:
+    """Feed each array's shape and float64 bytes to the `hashlib` object `digest`."""
+    for a in arrays:
+        a = np.ascontiguousarray(np.asarray(a, dtype=np.float64))
         digest.update(repr(a.shape).encode())
         digest.update(a.tobytes())
-    return digest.hexdigest()
 
 
 def _path(

@@ -289,7 +289,8 @@ def rollout(
 def phase_errors(result: Result, schedule: tuple[float, float] = SCHEDULE) -> dict[str, Any]:
     """Task errors per phase: the UR's `max |θ − θ_d(t)|` [rad] in each phase, the soft arm's
     `|q_arm − q_arm,f|` per coordinate at the end of phases ii and iii, the gripper's final
-    coordinates and the smallest tendon tension of each phase (a tendon cannot push)."""
+    coordinates, the smallest tendon tension of each phase (a tendon cannot push) and the
+    joint torques' largest magnitudes per joint with the time of the largest."""
     t, q, u = (np.asarray(x) for x in (result.traj.t, result.traj.q, result.traj.u))
     ur_err = np.max(np.abs(q[:, UR] - result.ur_ref), axis=1)
     arm_err = np.abs(q[:, ARM] - np.asarray(ARM_TARGET))
@@ -300,6 +301,7 @@ def phase_errors(result: Result, schedule: tuple[float, float] = SCHEDULE) -> di
         if not inside.any():
             continue
         last = np.flatnonzero(inside)[-1]
+        torque = u[inside][:, list(UR)]
         out[name] = {
             "t": [float(t[inside][0]), float(t[last])],
             "ur_max_error_rad": float(ur_err[inside].max()),
@@ -307,6 +309,8 @@ def phase_errors(result: Result, schedule: tuple[float, float] = SCHEDULE) -> di
             "min_tension_N": float(u[inside][:, list(ARM)].min()),
             "max_tension_N": float(u[inside][:, list(ARM)].max()),
             "max_pressure_Pa": float(u[inside][:, PRESSURE_INPUT].max()),
+            "max_abs_torque_Nm": np.abs(torque).max(axis=0).tolist(),
+            "peak_torque_t": float(t[inside][np.argmax(np.abs(torque).max(axis=1))]),
             "gripper_q_end": q[last, list(GRIPPER)].tolist(),
         }
     return out

@@ -98,6 +98,17 @@ def test_inputs_switch_at_the_phase_times(example, run):
     assert errors["iii"]["max_pressure_Pa"] == example.PRESSURE
 
 
+def test_torque_peaks_are_reported_per_phase(run):
+    # each phase's largest joint torques and when; the 2 MPa step at the start of phase iii
+    # accelerates the gripper's stiff source mode at once, and the PFBL cancels its reaction
+    # on the joints: the phase's peak is at the step itself (README, Simulation 2)
+    summary, _ = run
+    for e in summary["errors"].values():
+        assert len(e["max_abs_torque_Nm"]) == 6
+        assert e["t"][0] <= e["peak_torque_t"] <= e["t"][1]
+    assert summary["errors"]["iii"]["peak_torque_t"] == pytest.approx(SCHEDULE[1])
+
+
 def test_ur_tracks_its_reference_in_every_phase(run):
     # PFBL imposes ë + K_D ė + K_P e = 0 from e(0) = 0, whatever the soft inputs do: what is
     # left is the integrator's error. Measured under BDF (rtol 1e-6, atol 1e-8): 3.9e-13,

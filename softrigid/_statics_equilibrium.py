@@ -36,12 +36,20 @@ from ._statics_newton import (
     MAX_ITER,
     NONFINITE,
     SINGULAR,
+    SINGULAR_RATIO,
     StaticSolution,
     solve_equilibrium,
     solve_jit,
 )
 
-__all__ = ["StaticSolution", "check_options", "equilibrium", "raise_failure", "setup"]
+__all__ = [
+    "StaticSolution",
+    "check_options",
+    "equilibrium",
+    "null_coordinates",
+    "raise_failure",
+    "setup",
+]
 
 # the messages of the runtime checks under jit/vmap (eager calls raise with more detail)
 _MESSAGES = (
@@ -77,14 +85,23 @@ def check_options(tol: float, max_iter: int) -> None:
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
 
 
+def null_coordinates(jac: Any) -> tuple[list[int], float]:
+    """The coordinates that the null space of a singular Jacobian `(n, n)` moves (the right
+    singular vectors of singular values up to `SINGULAR_RATIO` of the largest, at least the last one;
+    the coordinates whose norm over them is above a tenth of the largest) and the Jacobian's
+    condition number."""
+    _, sv, vt = np.linalg.svd(np.asarray(jac))
+    small = sv <= SINGULAR_RATIO * sv[0]
+    rows = vt[small] if small[-1] else vt[-1:]
+    null = np.linalg.norm(rows, axis=0)
+    coords = np.flatnonzero(null > 0.1 * null.max()).tolist()
+    return coords, float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
+
+
 def _singular_message(robot: Robot, sol: StaticSolution) -> str:
     """Name the coordinates in the Jacobian's null space, and for strain coordinates of soft
     bodies the likely cause: an axial quadrature too coarse for the strain basis."""
-    jac = np.asarray(sol.jacobian)
-    _, sv, vt = np.linalg.svd(jac)
-    null = np.abs(vt[-1])
-    coords = np.flatnonzero(null > 0.1 * null.max()).tolist()
-    cond = sv[0] / sv[-1] if sv[-1] > 0 else np.inf
+    coords, cond = null_coordinates(sol.jacobian)
     text = (
         f"equilibrium: singular Newton step at iteration {int(sol.iterations)}: the Jacobian "
         f"∂r/∂q has condition number {cond:.3g}; coordinates {coords} have no restoring force "

@@ -29,8 +29,8 @@ from ._checks import as_float, raise_if, status_is
 from ._entry import trial_evaluations
 from ._model import Robot
 from ._module import is_concrete
-from ._statics_equilibrium import check_options, raise_failure, setup
-from ._statics_newton import CONVERGED, newton, solve_jit
+from ._statics_equilibrium import check_options, null_coordinates, raise_failure, setup
+from ._statics_newton import CONVERGED, is_singular, newton, solve_jit
 from .kinematics._base import trace_user
 
 __all__ = ["InverseStaticSolution", "inverse_statics"]
@@ -40,7 +40,7 @@ _INNER_ITER = 50
 _MAX_DAMPING = 1e12
 
 # InverseStaticSolution.status
-REACHED, MAX_ITER, MINIMUM, NO_EQUILIBRIUM, NON_FINITE_OUTPUT = 0, 1, 2, 3, 4
+REACHED, MAX_ITER, MINIMUM, NO_EQUILIBRIUM, NON_FINITE_OUTPUT, SINGULAR = 0, 1, 2, 3, 4, 5
 _RUNNING = -1
 _MESSAGES = (
     "inverse_statics: no convergence within max_iter iterations",
@@ -49,6 +49,9 @@ _MESSAGES = (
     "inverse_statics: the equilibrium under the initial inputs u0 could not be solved",
     "inverse_statics: output(q) - target is not finite (NaN or inf) at the equilibrium under "
     "the initial inputs u0: the output function (or the target) produced it",
+    "inverse_statics: the equilibrium's Jacobian dr/dq is singular at an iterate, so how the "
+    "outputs move with the inputs (dq/du = J^-1 A) is undefined: some coordinates have no "
+    "restoring force (no stiffness, gravity or actuation holds them)",
 )
 
 
@@ -64,7 +67,9 @@ class InverseStaticSolution(NamedTuple):
         iterations: accepted Levenberg–Marquardt steps.
         status: `0` target reached, `1` no convergence within `max_iter`, `2` a least-squares
             minimum that misses the target (unreachable), `3` no equilibrium under `u0`, `4`
-            the output (or the target) is not finite at the equilibrium under `u0`.
+            the output (or the target) is not finite at the equilibrium under `u0`, `5` the
+            equilibrium's Jacobian `∂r/∂q` is singular at an iterate (a coordinate nothing
+            holds: `∂q/∂u` is undefined; `q`, `u` are that equilibrium).
     """
 
     q: Array
@@ -150,9 +155,14 @@ def _levenberg_marquardt(
         err = jnp.linalg.norm(e)
         ok = converged & jnp.isfinite(err)
         accept = ok & (~c.started | (err < c.err))
-        # ∂q/∂u = J⁻¹ A, G = W ∂y/∂q ∂q/∂u
-        dq = jnp.where(accept, jnp.linalg.solve(inner.jac, inner.actuation), c.dq)
-        g = jnp.where(accept, (w[:, None] * dy) @ dq, c.g)
+        # ∂q/∂u = J⁻¹ A, G = W ∂y/∂q ∂q/∂u: defined where J is regular (Newton's test); at a
+        # singular J (a coordinate no stiffness, gravity or input holds) the solve gives
+        # inf/NaN, which would make every later step NaN and the damping test never true
+        dq_new = jnp.linalg.solve(inner.jac, inner.actuation)
+        g_new = (w[:, None] * dy) @ dq_new
+        regular = ~is_singular(inner.jac) & jnp.all(jnp.isfinite(g_new))
+        dq = jnp.where(accept, dq_new, c.dq)
+        g = jnp.where(accept, g_new, c.g)
         gnorm = jnp.linalg.norm(g)
         # μ = damping |G| at u0 (at least the smallest normal number, so that 10 μ grows)
         first = damping * jnp.maximum(gnorm, jnp.finfo(g.dtype).tiny)
@@ -166,11 +176,12 @@ def _levenberg_marquardt(
                 ~c.started & converged & ~jnp.isfinite(err),
                 ~c.started & ~ok,
                 accept & (err <= goal),
+                accept & ~regular,
                 accept & c.started & small,
                 accept & (it >= max_iter),
-                ~accept & (mu > _MAX_DAMPING * jnp.maximum(gnorm, 1.0)),
+                ~accept & ~(mu <= _MAX_DAMPING * jnp.maximum(gnorm, 1.0)),
             ],
-            [NON_FINITE_OUTPUT, NO_EQUILIBRIUM, REACHED, MINIMUM, MAX_ITER, MINIMUM],
+            [NON_FINITE_OUTPUT, NO_EQUILIBRIUM, REACHED, SINGULAR, MINIMUM, MAX_ITER, MINIMUM],
             _RUNNING,
         ).astype(c.status.dtype)
 
@@ -279,7 +290,7 @@ def inverse_statics(
         throw: raise on failure (default): eagerly a `ValueError` (no equilibrium under `u0`,
             a non-finite output there, no convergence within `max_iter`) or a
             `RuntimeWarning` (target not reached); under `jit`/`vmap` a `softrigid._fault`
-            runtime error for the failures (status 1, 3 and 4). With `throw=False` read
+            runtime error for the failures (status 1, 3, 4 and 5). With `throw=False` read
             `status`/`converged`.
 
     Raises:
@@ -317,6 +328,7 @@ def inverse_statics(
             (sol.status == MAX_ITER)
             | (sol.status == NO_EQUILIBRIUM)
             | (sol.status == NON_FINITE_OUTPUT)
+            | (sol.status == SINGULAR)
         )
         return raise_if(sol, failed, jnp.maximum(sol.status - 1, 0), _MESSAGES)
     status, err = int(sol.status), float(sol.output_error)
@@ -333,6 +345,16 @@ def inverse_statics(
     if status == MAX_ITER:
         raise ValueError(
             f"inverse_statics: no convergence in {max_iter} iterations (|e| = {err:.3g})"
+        )
+    if status == SINGULAR:
+        at = solve_jit(robot, loads, sol.u, sol.q, tol=_INNER_TOL, max_iter=_INNER_ITER)
+        coords, cond = null_coordinates(at.jacobian)
+        raise ValueError(
+            "inverse_statics: the equilibrium's Jacobian ∂r/∂q is singular at q = "
+            f"{np.asarray(sol.q)}, u = {np.asarray(sol.u)} (condition number {cond:.3g}), so "
+            "how the outputs move with the inputs, ∂q/∂u = J⁻¹ A, is undefined: coordinates "
+            f"{coords} have no restoring force there (no stiffness, gravity or actuation "
+            "holds them)"
         )
     if status == MINIMUM:
         goal = tol * max(1.0, float(jnp.linalg.norm(w * target)))

@@ -39,7 +39,9 @@ __all__ = [
     "MAX_ITER",
     "NONFINITE",
     "SINGULAR",
+    "SINGULAR_RATIO",
     "StaticSolution",
+    "is_singular",
     "newton",
     "solve_equilibrium",
     "solve_jit",
@@ -47,7 +49,8 @@ __all__ = [
 
 _ARMIJO = 1e-4
 _MIN_STEP = 2.0**-30
-_SINGULAR = 1e-12
+# a Jacobian is singular when its smallest singular value is at most this times its largest
+SINGULAR_RATIO = 1e-12
 
 # StaticSolution.status
 CONVERGED, MAX_ITER, SINGULAR, LINE_SEARCH, NONFINITE = 0, 1, 2, 3, 4
@@ -103,6 +106,13 @@ class _Carry(NamedTuple):
     history: Array  # max |r| of the accepted iterates, NaN-padded
 
 
+def is_singular(jac: Array) -> Array:
+    """Whether the square `jac` is singular to working precision: its smallest singular value
+    at most `SINGULAR_RATIO` (1e-12) times its largest (NaN-safe: a NaN reads as singular)."""
+    sv = jnp.linalg.svd(jac, compute_uv=False)
+    return ~(sv[-1] > SINGULAR_RATIO * sv[0])
+
+
 def newton(
     robot: Robot, loads: tuple, u: Array, q0: Array, tol: float, max_iter: int
 ) -> tuple[Array, _Carry]:
@@ -139,8 +149,7 @@ def newton(
         scale = jnp.maximum(c.scale, jnp.maximum(scale, jnp.max(jnp.abs(jac))))
         converged = norm <= tol * scale
         jac_finite = jnp.all(jnp.isfinite(jac))
-        sv = jnp.linalg.svd(jnp.where(jac_finite, jac, 0.0), compute_uv=False)
-        singular = ~(sv[-1] > _SINGULAR * sv[0])
+        singular = is_singular(jnp.where(jac_finite, jac, 0.0))
         # Newton direction: J Δ = −r
         step = jnp.linalg.solve(jnp.where(singular | ~jac_finite, jnp.eye(n, dtype=dtype), jac), -r)
         alpha = 0.5 * c.alpha

@@ -354,6 +354,31 @@ def test_singular_newton_step():
         inverse_statics(robot, lambda q: q, [0.1], u0=jnp.array([1.0]))
 
 
+def test_singular_equilibrium_stops_inverse_statics():
+    # nothing holds the joint, but q = 0 balances u0 = 0 exactly: the equilibrium converges at
+    # once, its Jacobian is zero and ∂q/∂u = J⁻¹ A is undefined. The solve stops with status 5
+    # (before, the NaN gain made every later step NaN and the loop never ended), eagerly with
+    # a ValueError naming the coordinate, under jit with the status or a runtime error
+    robot = pendulum(gravity=(0, 0, 0))
+    message = r"Jacobian .* is singular at q = .*coordinates \[0\] have no restoring force"
+    with pytest.raises(ValueError, match=message):
+        inverse_statics(robot, lambda q: q, [0.1])
+    sol = jax.jit(lambda t: inverse_statics(robot, jnp.sin, t, throw=False))(jnp.array([0.1]))
+    assert int(sol.status) == 5 and not sol.converged
+    np.testing.assert_allclose(sol.q, [0.0])
+    with pytest.raises((jax.errors.JaxRuntimeError, ValueError), match="singular"):
+        jax.block_until_ready(
+            jax.jit(lambda t: inverse_statics(robot, jnp.sin, t))(jnp.array([0.1]))
+        )
+    # two free joints about the gravity axis of a chain: both named
+    arm = sr.Robot(
+        [sr.Link(joints.Revolute((0.0, 0.0, 1.0)), cc_rod()) for _ in range(2)],
+        gravity=(0.0, 0.0, -9.81),
+    )
+    with pytest.raises(ValueError, match=r"coordinates \[0, 2\] have no restoring force"):
+        inverse_statics(arm, lambda q: sr.forward_kinematics(arm, q)[1][-1], [0.1, 0.0, 0.5])
+
+
 def test_singular_step_names_an_unresolved_strain_basis():
     # three curvature modes over a single axial quadrature point: the energy sees one of them
     kin = kinematics.Cosserat(LENGTH, kinematics.Monomial(LENGTH, 2, strains=("bend2",)))

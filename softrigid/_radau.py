@@ -28,7 +28,7 @@ from ._cache import jit
 from ._closed_loop import closed_loop
 from ._controller import Controller
 from ._dynamics import solve_accelerations, terms
-from ._entry import raise_runtime_errors, trial_evaluations
+from ._entry import describe_coordinate, raise_runtime_errors, trial_evaluations
 from ._model import Robot
 from ._module import module, static
 
@@ -164,6 +164,7 @@ class Adaptive:
         start, mark, last = time.perf_counter(), t0, time.perf_counter()
         for a, b in itertools.pairwise([t0, *cuts, t1]):
             rhs, jac = span(a, b)
+            _check_start(self.name, args[0], a, y, rhs(0.0, y))
             # in the span's own time (see the class docstring: scipy's floor on the step)
             stepper = getattr(scipy.integrate, self.scipy_method)(
                 rhs,
@@ -176,7 +177,14 @@ class Adaptive:
             )
             taus, pieces = [0.0], []
             while stepper.status == "running":
-                stepper.step()
+                try:
+                    stepper.step()
+                except ValueError as err:  # scipy's own check of its arrays (an LU of NaN)
+                    raise ValueError(
+                        f"simulate: method {self.name!r} failed at t = {a + stepper.t:.6g} s: "
+                        f"scipy's {self.scipy_method} met a non-finite iteration matrix or "
+                        f"stage ({err}); check the model and the controller there"
+                    ) from err
                 t = b if stepper.status == "finished" else a + stepper.t
                 if stepper.status == "failed" or not np.isfinite(stepper.y).all():
                     raise ValueError(
@@ -290,6 +298,23 @@ def _grid_inputs(args: tuple, times: np.ndarray, y: np.ndarray) -> np.ndarray:
     with ThreadPoolExecutor(max_workers=2) as pool:
         parts = list(pool.map(half, (range(middle), range(middle, len(times)))))
     return np.stack([np.asarray(v) for part in parts for v in part])
+
+
+def _check_start(name: str, robot: Robot, t: float, y: np.ndarray, ydot: np.ndarray) -> None:
+    """A clear error where the closed loop's `ẏ` is not finite at a span's first state (scipy
+    would stop on its own check of its arrays, naming nothing): the first bad coordinate of
+    `q̈`, e.g. one a singular mass matrix does not determine."""
+    bad = np.flatnonzero(~np.isfinite(ydot))
+    if bad.size:
+        n = robot.n_q
+        j = int(bad[0]) % n
+        what = "q̈" if bad[0] >= n else "q̇"
+        raise ValueError(
+            f"simulate: method {name!r}: the closed loop's {what} is not finite at t = {t:.6g} s "
+            f"at coordinate {j} ({describe_coordinate(robot, j)}), state y = {y}: check the "
+            "model there (forward_dynamics names a singular mass matrix's coordinate) and the "
+            "controller"
+        )
 
 
 def _checked(fn: Callable[..., Any], *args: Any) -> Any:

@@ -561,3 +561,15 @@ def test_integrator_errors(double):
         sr.simulate(double, Q0, Z, 0.02, 0.01, control_period=0.015)
     with pytest.raises(ValueError, match="qd0 contains non-finite"):
         sr.simulate(double, Q0, jnp.array([0.0, jnp.nan]), 0.02, 0.01, method="implicit_euler")
+
+
+@pytest.mark.parametrize("method", [BDF(), Radau()])
+def test_scipy_methods_name_a_non_finite_start(method):
+    # a point mass on its joint's axis: M = 0, q̈ undetermined (NaN). scipy's steppers stopped
+    # on their own check of their arrays ("array must not contain infs or NaNs"); the start
+    # state's ẏ is checked first and the coordinate named
+    bar = sr.RigidBody(1.0, (0.0, 0.0, 0.0), np.zeros((3, 3)))
+    robot = sr.Robot([sr.Link(joints.Revolute((0.0, 1.0, 0.0)), bar)], gravity=(0, 0, -9.81))
+    message = r"q̈ is not finite at t = 0 s at coordinate 0 \(link 0, joint coordinate 0"
+    with pytest.raises(ValueError, match=message):
+        sr.simulate(robot, jnp.zeros(1), jnp.zeros(1), 0.1, 0.01, method=method)

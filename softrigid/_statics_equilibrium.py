@@ -86,10 +86,10 @@ def check_options(tol: float, max_iter: int) -> None:
 
 
 def null_coordinates(jac: Any) -> tuple[list[int], float]:
-    """The coordinates that the null space of a singular Jacobian `(n, n)` moves (the right
-    singular vectors of singular values up to `SINGULAR_RATIO` of the largest, at least the last one;
-    the coordinates whose norm over them is above a tenth of the largest) and the Jacobian's
-    condition number."""
+    """The coordinates that the null space of a singular Jacobian `(n, n)` moves and the
+    Jacobian's condition number: the right singular vectors of the singular values up to
+    `SINGULAR_RATIO` of the largest (at least the last one), and the coordinates whose norm
+    over them is above a tenth of the largest."""
     _, sv, vt = np.linalg.svd(np.asarray(jac))
     small = sv <= SINGULAR_RATIO * sv[0]
     rows = vt[small] if small[-1] else vt[-1:]

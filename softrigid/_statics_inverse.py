@@ -49,8 +49,8 @@ _MESSAGES = (
     "inverse_statics: the equilibrium under the initial inputs u0 could not be solved",
     "inverse_statics: output(q) - target is not finite (NaN or inf) at the equilibrium under "
     "the initial inputs u0: the output function (or the target) produced it",
-    "inverse_statics: the equilibrium's Jacobian dr/dq is singular at an iterate, so how the "
-    "outputs move with the inputs (dq/du = J^-1 A) is undefined: some coordinates have no "
+    "inverse_statics: the equilibrium's Jacobian ∂r/∂q is singular at an iterate, so how the "
+    "outputs move with the inputs (∂q/∂u = J⁻¹ A) is undefined: some coordinates have no "
     "restoring force (no stiffness, gravity or actuation holds them)",
 )
 

@@ -56,6 +56,7 @@ __all__ = [
     "check_robot",
     "check_states",
     "describe_coordinate",
+    "diagnose",
     "raise_runtime_errors",
     "trial_evaluations",
 ]

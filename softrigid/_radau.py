@@ -28,7 +28,7 @@ from ._cache import jit
 from ._closed_loop import closed_loop
 from ._controller import Controller
 from ._dynamics import solve_accelerations, terms
-from ._entry import describe_coordinate, raise_runtime_errors, trial_evaluations
+from ._entry import describe_coordinate, diagnose, raise_runtime_errors, trial_evaluations
 from ._model import Robot
 from ._module import module, static
 
@@ -301,19 +301,19 @@ def _grid_inputs(args: tuple, times: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _check_start(name: str, robot: Robot, t: float, y: np.ndarray, ydot: np.ndarray) -> None:
-    """A clear error where the closed loop's `ẏ` is not finite at a span's first state (scipy
-    would stop on its own check of its arrays, naming nothing): the first bad coordinate of
-    `q̈`, e.g. one a singular mass matrix does not determine."""
-    bad = np.flatnonzero(~np.isfinite(ydot))
+    """A clear error where the closed loop's `q̈` (`ẏ`'s second half; its first is the state's
+    finite `q̇`) is not finite at a span's first state (scipy would stop on its own check of
+    its arrays, naming nothing): the first bad coordinate, e.g. one a singular mass matrix
+    does not determine, and the first link whose terms are not finite there (`diagnose`)."""
+    n = robot.n_q
+    bad = np.flatnonzero(~np.isfinite(ydot[n:]))
     if bad.size:
-        n = robot.n_q
-        j = int(bad[0]) % n
-        what = "q̈" if bad[0] >= n else "q̇"
+        j = int(bad[0])
         raise ValueError(
-            f"simulate: method {name!r}: the closed loop's {what} is not finite at t = {t:.6g} s "
+            f"simulate: method {name!r}: the closed loop's q̈ is not finite at t = {t:.6g} s "
             f"at coordinate {j} ({describe_coordinate(robot, j)}), state y = {y}: check the "
             "model there (forward_dynamics names a singular mass matrix's coordinate) and the "
-            "controller"
+            "controller." + diagnose(robot, jnp.asarray(y[:n]), jnp.asarray(y[n:]))
         )
 
 

@@ -30,7 +30,7 @@ from ._entry import trial_evaluations
 from ._model import Robot
 from ._module import is_concrete
 from ._statics_equilibrium import check_options, null_coordinates, raise_failure, setup
-from ._statics_newton import CONVERGED, is_singular, newton, solve_jit
+from ._statics_newton import CONVERGED, newton, solve_jit
 from .kinematics._base import trace_user
 
 __all__ = ["InverseStaticSolution", "inverse_statics"]
@@ -155,12 +155,13 @@ def _levenberg_marquardt(
         err = jnp.linalg.norm(e)
         ok = converged & jnp.isfinite(err)
         accept = ok & (~c.started | (err < c.err))
-        # ∂q/∂u = J⁻¹ A, G = W ∂y/∂q ∂q/∂u: defined where J is regular (Newton's test); at a
-        # singular J (a coordinate no stiffness, gravity or input holds) the solve gives
-        # inf/NaN, which would make every later step NaN and the damping test never true
+        # ∂q/∂u = J⁻¹ A, G = W ∂y/∂q ∂q/∂u: defined where J is regular (Newton's test, at its
+        # last iterate); at a singular J (a coordinate no stiffness, gravity or input holds)
+        # the solve gives inf/NaN, which would make every later step NaN and the damping
+        # test never true
         dq_new = jnp.linalg.solve(inner.jac, inner.actuation)
         g_new = (w[:, None] * dy) @ dq_new
-        regular = ~is_singular(inner.jac) & jnp.all(jnp.isfinite(g_new))
+        regular = ~inner.singular & jnp.all(jnp.isfinite(g_new))
         dq = jnp.where(accept, dq_new, c.dq)
         g = jnp.where(accept, g_new, c.g)
         gnorm = jnp.linalg.norm(g)

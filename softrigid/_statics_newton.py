@@ -41,7 +41,6 @@ __all__ = [
     "SINGULAR",
     "SINGULAR_RATIO",
     "StaticSolution",
-    "is_singular",
     "newton",
     "solve_equilibrium",
     "solve_jit",
@@ -103,14 +102,8 @@ class _Carry(NamedTuple):
     it: Array  # Newton steps taken
     status: Array  # _RUNNING until the loop ends
     started: Array  # the initial guess has been evaluated
+    singular: Array  # ∂r/∂q at q is singular (what the inverse statics' ∂q/∂u needs)
     history: Array  # max |r| of the accepted iterates, NaN-padded
-
-
-def is_singular(jac: Array) -> Array:
-    """Whether the square `jac` is singular to working precision: its smallest singular value
-    at most `SINGULAR_RATIO` (1e-12) times its largest (NaN-safe: a NaN reads as singular)."""
-    sv = jnp.linalg.svd(jac, compute_uv=False)
-    return ~(sv[-1] > SINGULAR_RATIO * sv[0])
 
 
 def newton(
@@ -149,7 +142,8 @@ def newton(
         scale = jnp.maximum(c.scale, jnp.maximum(scale, jnp.max(jnp.abs(jac))))
         converged = norm <= tol * scale
         jac_finite = jnp.all(jnp.isfinite(jac))
-        singular = is_singular(jnp.where(jac_finite, jac, 0.0))
+        sv = jnp.linalg.svd(jnp.where(jac_finite, jac, 0.0), compute_uv=False)
+        singular = ~(sv[-1] > SINGULAR_RATIO * sv[0])
         # Newton direction: J Δ = −r
         step = jnp.linalg.solve(jnp.where(singular | ~jac_finite, jnp.eye(n, dtype=dtype), jac), -r)
         alpha = 0.5 * c.alpha
@@ -181,6 +175,7 @@ def newton(
             it=it,
             status=status,
             started=jnp.ones_like(c.started),
+            singular=pick(singular, c.singular),
             history=pick(c.history.at[it].set(norm), c.history),
         )
 
@@ -196,6 +191,7 @@ def newton(
         it=jnp.zeros((), jnp.int32),
         status=jnp.asarray(_RUNNING, jnp.int32),
         started=jnp.zeros((), bool),
+        singular=jnp.zeros((), bool),
         history=jnp.full(max_iter + 1, jnp.nan, dtype),
     )
     out = jax.lax.while_loop(lambda c: c.status == _RUNNING, body, init)
@@ -215,8 +211,10 @@ def solve_equilibrium(
     def solve(_: Callable, guess: Array) -> tuple[Array, _Carry]:
         q, c = newton(robot, loads, u, guess, tol, max_iter)
         # custom_root gives integer and boolean aux outputs integer tangents (not float0):
-        # they travel as floats
-        return q, c._replace(it=c.it.astype(q.dtype), status=c.status.astype(q.dtype), started=None)
+        # they travel as floats, or not at all where `solution` does not read them
+        return q, c._replace(
+            it=c.it.astype(q.dtype), status=c.status.astype(q.dtype), started=None, singular=None
+        )
 
     def tangent_solve(linear: Callable[[Array], Array], rhs: Array) -> Array:
         # J x = rhs, with J assembled from the linearized residual

@@ -11,26 +11,28 @@ programs and a later process loads them; a check that fires raises its own error
 
 from __future__ import annotations
 
-import functools
 import itertools
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.integrate
 from jax import Array
 
-from ._cache import jit
-from ._closed_loop import closed_loop
+from ._adaptive_programs import (
+    central_differences,
+    closed_loop_jacobian,
+    linearized_jacobian,
+    radau_rhs,
+)
 from ._controller import Controller
-from ._dynamics import solve_accelerations, terms
-from ._entry import describe_coordinate, diagnose, raise_runtime_errors, trial_evaluations
+from ._entry import raise_runtime_errors
 from ._model import Robot
 from ._module import module, static
+from ._run_failures import check_accelerations
 
 __all__ = ["BDF", "Adaptive", "Radau", "simulate_adaptive"]
 
@@ -55,7 +57,7 @@ class Adaptive:
     scipy's forward differences of the jitted `ẏ` (`jacobian="finite_differences"`, `2 n_q`
     evaluations per Jacobian); or central differences of the jitted `ẏ`
     (`jacobian="central_differences"`, `4 n_q` evaluations per Jacobian,
-    `_central_differences`). The Jacobian only drives the Newton iteration of the steps, not
+    `central_differences`). The Jacobian only drives the Newton iteration of the steps, not
     the accuracy. The integration restarts at the controller's jumps in time
     (`Controller.switch_times`: a `Phases`' switching times, a `CubicRestToRest`'s ends): a
     step across a jump of `ẏ` leaves error control to find it, which costs many rejected
@@ -110,7 +112,9 @@ class Adaptive:
         time span, and at least once a minute."""
         args = (robot, loads, policy, law, solver)
         y0 = np.concatenate([np.asarray(q0), np.asarray(qd0)])
-        program = {"exact": _radau_jacobian, "autodiff": _closed_loop_jacobian}.get(self.jacobian)
+        program = {"exact": linearized_jacobian, "autodiff": closed_loop_jacobian}.get(
+            self.jacobian
+        )
         ahead = _compile_ahead(program, *args, np.asarray(times[0], y0.dtype), y0)
         try:
             return self._steps(args, y0, times, program, ahead, progress)
@@ -142,7 +146,7 @@ class Adaptive:
 
             def dispatched(t: Any, y: Any) -> Array:
                 """`ẏ`, not waited for."""
-                return _radau_rhs(*args, *typed(t, y))[0]
+                return radau_rhs(*args, *typed(t, y))[0]
 
             def rhs(t: Any, y: Any) -> np.ndarray:
                 return np.asarray(_checked(dispatched, t, y))
@@ -151,7 +155,7 @@ class Adaptive:
                 if self.jacobian == "central_differences":
                     # every evaluation dispatched before the first is waited for
                     y = np.asarray(y, y0.dtype)
-                    return np.asarray(_checked(_central_differences, dispatched, t, y))
+                    return np.asarray(_checked(central_differences, dispatched, t, y))
                 ahead.exception()  # compiled (an error is raised by the call)
                 return np.asarray(_checked(program, *args, *typed(t, y)))
 
@@ -164,7 +168,9 @@ class Adaptive:
         start, mark, last = time.perf_counter(), t0, time.perf_counter()
         for a, b in itertools.pairwise([t0, *cuts, t1]):
             rhs, jac = span(a, b)
-            _check_start(self.name, args[0], a, y, rhs(0.0, y))
+            # a span's first q̈ checked: scipy would stop on its own array check, naming nothing
+            qdd = rhs(0.0, y)[n:]
+            check_accelerations(f"simulate: method {self.name!r}", args[0], a, y[:n], y[n:], qdd)
             # in the span's own time (see the class docstring: scipy's floor on the step)
             stepper = getattr(scipy.integrate, self.scipy_method)(
                 rhs,
@@ -246,25 +252,6 @@ class BDF(Adaptive):
     scipy_method: ClassVar[str] = "BDF"
 
 
-def _central_differences(
-    f: Callable[[Any, np.ndarray], np.ndarray], t: Any, y: np.ndarray
-) -> np.ndarray:
-    """`∂f/∂y` at `(t, y)` by central differences, column by column:
-
-        J[:, j] = (f(t, y + h_j e_j) − f(t, y − h_j e_j)) / (2 h_j),
-        h_j = ∛ε · max(|y_j|, 1),
-
-    second order: truncation `O(h²)` and rounding `O(ε/h)` both `O(ε^⅔)` relative (`h_j` taken
-    as the difference of the rounded points, so the quotient divides by the step actually
-    made). `f` may return JAX arrays not yet computed: all `2 n` evaluations are dispatched
-    first, and the differences are taken once they are all in."""
-    step = np.cbrt(np.finfo(y.dtype).eps) * np.maximum(np.abs(y), 1.0)
-    up, down = y + np.diag(step), y - np.diag(step)
-    values = [(f(t, p), f(t, m)) for p, m in zip(up, down)]
-    columns = [np.asarray(fp) - np.asarray(fm) for fp, fm in values]
-    return np.stack(columns, axis=1) / (np.diagonal(up) - np.diagonal(down))
-
-
 def _compile_ahead(program: Any, *args: Any) -> Future[Any]:
     """The Jacobian's `program` traced and lowered for `args`, then compiled (or loaded from
     the persistent cache) in a second thread while the first steps trace and compile `ẏ`'s:
@@ -292,7 +279,7 @@ def _grid_inputs(args: tuple, times: np.ndarray, y: np.ndarray) -> np.ndarray:
     helicoid robot under PFBL: 1.07-1.15 instead of 1.38-1.63 s on two cores, measured)."""
 
     def half(rows: range) -> list[Array]:
-        return _checked(lambda: [_radau_rhs(*args, np.asarray(times[k]), y[k])[1] for k in rows])
+        return _checked(lambda: [radau_rhs(*args, np.asarray(times[k]), y[k])[1] for k in rows])
 
     middle = len(times) // 2
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -300,108 +287,10 @@ def _grid_inputs(args: tuple, times: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.stack([np.asarray(v) for part in parts for v in part])
 
 
-def _check_start(name: str, robot: Robot, t: float, y: np.ndarray, ydot: np.ndarray) -> None:
-    """A clear error where the closed loop's `q̈` (`ẏ`'s second half; its first is the state's
-    finite `q̇`) is not finite at a span's first state (scipy would stop on its own check of
-    its arrays, naming nothing): the first bad coordinate, e.g. one a singular mass matrix
-    does not determine, and the first link whose terms are not finite there (`diagnose`)."""
-    n = robot.n_q
-    bad = np.flatnonzero(~np.isfinite(ydot[n:]))
-    if bad.size:
-        j = int(bad[0])
-        raise ValueError(
-            f"simulate: method {name!r}: the closed loop's q̈ is not finite at t = {t:.6g} s "
-            f"at coordinate {j} ({describe_coordinate(robot, j)}), state y = {y}: check the "
-            "model there (forward_dynamics names a singular mass matrix's coordinate) and the "
-            "controller." + diagnose(robot, jnp.asarray(y[:n]), jnp.asarray(y[n:]))
-        )
-
-
 def _checked(fn: Callable[..., Any], *args: Any) -> Any:
     """`fn(*args)`'s values, waited for; a run-time check that fired raises its error as a
     `ValueError`."""
     return raise_runtime_errors(lambda: fn(*args))
-
-
-def _rhs(
-    robot: Robot, loads: tuple, policy: Controller | None, law: Callable | None, solver: str
-) -> Callable[[Array, Array], tuple[Array, Array]]:
-    """`(t, y) ↦ (ẏ, u)` of the closed loop, `ẏ = (q̇, q̈)` at `y = (q, q̇)`."""
-    dyn = closed_loop(robot, loads, policy, law, solver=solver)
-    n = robot.n_q
-
-    def rhs(t: Array, y: Array) -> tuple[Array, Array]:
-        q, qd = y[:n], y[n:]
-        with trial_evaluations():  # scipy's stages: a non-finite one shortens the step
-            qdd, u = dyn.evaluate(t, q, qd)
-        return jnp.concatenate([qd, qdd]), u
-
-    return rhs
-
-
-_PROGRAM = functools.partial(jit, static_argnames=("law", "solver"))
-
-
-@_PROGRAM
-def _radau_rhs(
-    robot: Robot,
-    loads: tuple,
-    policy: Controller | None,
-    law: Callable | None,
-    solver: str,
-    t: Array,
-    y: Array,
-) -> tuple[Array, Array]:
-    """`(ẏ, u)` of the closed loop at `y = (q, q̇)`, the inputs `u` there too (the recorded
-    inputs come from this program: no second compilation)."""
-    return _rhs(robot, loads, policy, law, solver)(t, y)
-
-
-@_PROGRAM
-def _closed_loop_jacobian(
-    robot: Robot,
-    loads: tuple,
-    policy: Controller | None,
-    law: Callable | None,
-    solver: str,
-    t: Array,
-    y: Array,
-) -> Array:
-    """`∂ẏ/∂y` of the whole closed loop, exact (the law's dependence on `M`, the bias and `A`
-    included): `Dynamics.jacobian` (link-local derivatives of the model), or forward mode
-    through the loop under constraints."""
-    dyn = closed_loop(robot, loads, policy, law, solver=solver)
-    n = robot.n_q
-    if dyn.constraints:
-        rhs = _rhs(robot, loads, policy, law, solver)
-        return jax.jacfwd(lambda x: rhs(t, x)[0])(y)
-    upper = jnp.concatenate([jnp.zeros((n, n), y.dtype), jnp.eye(n, dtype=y.dtype)], axis=1)
-    return jnp.concatenate([upper, dyn.jacobian(t, y[:n], y[n:])])
-
-
-@_PROGRAM
-def _radau_jacobian(
-    robot: Robot,
-    loads: tuple,
-    policy: Controller | None,
-    law: Callable | None,
-    solver: str,
-    t: Array,
-    y: Array,
-) -> Array:
-    """`∂ẏ/∂y` with the controller's feedback taken with `M` and `A` held at their value
-    (`Dynamics.linearized`)."""
-    dyn = closed_loop(robot, loads, policy, law, solver=solver)
-    n = robot.n_q
-    q, qd = y[:n], y[n:]
-    tm = terms(robot, q, qd, loads)
-    u = dyn.checked(dyn.law(t, q, qd, tm if dyn.needs_terms else None), q)
-    qdd = solve_accelerations(robot, tm, u, check=False)
-    _, mass, d_q, d_qd = dyn.linearized(t, q, qd, qdd, tm)
-    # ∂q̈/∂y = −M⁻¹ ∂r/∂y, r = ν − A u(t, q, q̇)
-    lower = -jnp.linalg.solve(mass, jnp.concatenate([d_q, d_qd], axis=1))
-    upper = jnp.concatenate([jnp.zeros((n, n), y.dtype), jnp.eye(n, dtype=y.dtype)], axis=1)
-    return jnp.concatenate([upper, lower])
 
 
 def simulate_adaptive(

@@ -16,7 +16,6 @@ the Udwadia–Kalaba equation.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -31,11 +30,10 @@ from ._articulated import choose_solver
 from ._batching import chunked, under_vmap
 from ._cache import jit
 from ._charts import has_charts, rechart
-from ._checks import raise_if
 from ._closed_loop import closed_loop
 from ._constraints import Constraint, check_constraints, check_constraints_at
 from ._controller import Controller
-from ._entry import PREFIX, check_robot, check_states
+from ._entry import check_robot, check_states
 from ._integrators import (
     RK4,
     GeneralizedAlpha,
@@ -48,6 +46,7 @@ from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
 from ._radau import BDF, Adaptive, Radau, simulate_adaptive
+from ._run_failures import check_run, raise_failed_step
 
 __all__ = ["METHODS", "Trajectory", "simulate"]
 
@@ -64,8 +63,6 @@ _DEFAULT_SCHEMES = {name: cls() for name, cls in METHODS.items()}
 
 # A trajectory stores every state: refuse runs whose record would not fit in memory.
 _MAX_RECORD_BYTES = 4 * 2**30
-# A run-time check under jit names one of this many windows of the run.
-_WINDOWS = 50
 # Progress is printed about this many times per run.
 _REPORTS = 10
 
@@ -171,36 +168,8 @@ def _run(
     if progress:
         jax.debug.callback(_Progress.report, n_steps, n_steps, dt, qs[-1])
     if check:
-        q = _check_run(q, qds, ok, n_steps, scheme.name)
+        q = check_run(q, qds, ok, n_steps, scheme.name)
     return Trajectory(t, q, qd, u), ok
-
-
-def _check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Array:
-    """`q` with a run-time check (also under `jit`/`vmap`) that every step converged and the run
-    stayed finite; the message brackets the time of the first failure within one of `_WINDOWS`
-    equal windows."""
-    diverged = ~(jnp.all(jnp.isfinite(q[1:]), 1) & jnp.all(jnp.isfinite(qds), 1))
-    bad = diverged | ~ok
-    windows = min(_WINDOWS, n_steps)
-    edges = np.linspace(0, n_steps, windows + 1).round().astype(int)
-    spans = [
-        (f"at step {b}" if a + 1 == b else f"between step {a + 1} and step {b}")
-        + " (t = step × dt)"
-        for a, b in itertools.pairwise(edges)
-    ]
-    msgs = tuple(
-        f"{PREFIX}simulate: the state became non-finite {s}; reduce dt, use an implicit method, "
-        "or check the model and the controller"
-        for s in spans
-    ) + tuple(
-        f"{PREFIX}simulate: the Newton iteration of method {method!r} did not converge {s}; "
-        "reduce dt or raise max_iter"
-        for s in spans
-    )
-    first = jnp.argmax(bad)
-    window = jnp.searchsorted(jnp.asarray(edges[1:]), first + 1)
-    index = window + windows * (~ok[first] & ~diverged[first])
-    return raise_if(q, jnp.any(bad), index, msgs)
 
 
 _STATIC = ("n_steps", "scheme", "controller", "period", "check", "progress", "solver")
@@ -386,21 +355,6 @@ def simulate(
     if eager and progress:
         jax.effects_barrier()
     if eager:
-        finite = np.all(np.isfinite(np.asarray(traj.q)), 1) & np.all(
-            np.isfinite(np.asarray(traj.qd)), 1
-        )
-        converged = np.concatenate([[True], np.asarray(ok)])
-        if not (finite.all() and converged.all()):
-            k = int(np.argmin(finite & converged))
-            if not converged[k]:
-                raise ValueError(
-                    f"simulate: the Newton iteration of method {scheme.name!r} did not converge "
-                    f"in the step from t = {(k - 1) * dt:.6g} s to t = {k * dt:.6g} s "
-                    f"(step {k}, max_iter = {scheme.max_iter}, tol = {scheme.tol:g}); "
-                    "reduce dt or raise max_iter"
-                )
-            raise ValueError(
-                f"simulate: the state became non-finite at t = {k * dt:.6g} s (step {k}); "
-                "reduce dt, use an implicit method, or check the model and the controller"
-            )
+        loop = (robot, loads, policy, static_law, constraints, solver)
+        raise_failed_step(loop, traj, ok, float(dt), scheme)
     return traj

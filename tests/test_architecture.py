@@ -373,6 +373,8 @@ LAYERS = [
         "_closed_loop",
         "_newton",
         "_radau",
+        "_adaptive_programs",
+        "_run_failures",
         "_integrators",
         "integrators",
         "statics",

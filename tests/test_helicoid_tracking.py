@@ -113,7 +113,7 @@ def test_closed_loop_obeys_the_pfbl_error_ode(example, tmp_path):
     differences = BDF(rtol=1e-4, atol=1e-6, jacobian="finite_differences")
     # the closed loop compiled ahead on a stand-in reference of the same structure (as the
     # example does while its statics solve) is the program the run then calls: none is added
-    programs = (_radau._radau_rhs, _radau._radau_jacobian, _radau._closed_loop_jacobian)
+    programs = (_radau.radau_rhs, _radau.linearized_jacobian, _radau.closed_loop_jacobian)
     before = [p._cache_size() for p in programs]
     assert example.compile_ahead(robot, len(times), 0.04, differences, blend=0.0).result() > 0
     ahead = [p._cache_size() for p in programs]

@@ -15,6 +15,7 @@ import scipy.integrate
 from scipy.integrate import solve_ivp
 
 import softrigid as sr
+import softrigid._adaptive_programs
 import softrigid._radau
 from softrigid import joints
 from softrigid._closed_loop import make_dynamics
@@ -319,7 +320,7 @@ def test_radau_with_finite_difference_jacobian(double, monkeypatch):
     def refuse(*args):
         raise AssertionError("the exact Jacobian was evaluated")
 
-    monkeypatch.setattr(softrigid._radau, "_radau_jacobian", refuse)
+    monkeypatch.setattr(softrigid._radau, "linearized_jacobian", refuse)
     fd = sr.simulate(
         double,
         Q0,
@@ -350,7 +351,7 @@ def test_central_differences_are_second_order_accurate():
             [y[2], 0.0, y[0]],
         ]
     )
-    jac = softrigid._radau._central_differences(f, 2.0, y)
+    jac = softrigid._adaptive_programs.central_differences(f, 2.0, y)
     np.testing.assert_allclose(jac, exact, rtol=1e-9, atol=1e-10)
     assert abs(jac[0, 0] - exact[0, 0]) < 1e-10
 
@@ -362,8 +363,8 @@ def test_iteration_jacobian_takes_the_laws_response_to_the_bias(double):
     law = PD(jnp.array([30.0, 20.0]), jnp.array([3.0, 2.0]))
     state = (double, (), law, None, "cholesky", jnp.asarray(0.1))
     y = jnp.array([0.7, -0.4, 1.3, -0.8])
-    iteration = softrigid._radau._radau_jacobian(*state, y)
-    exact = softrigid._radau._closed_loop_jacobian(*state, y)
+    iteration = softrigid._adaptive_programs.linearized_jacobian(*state, y)
+    exact = softrigid._adaptive_programs.closed_loop_jacobian(*state, y)
     np.testing.assert_allclose(iteration, exact, rtol=1e-10, atol=1e-10)
     dyn = make_dynamics(double, (), law)
     q, qd = y[:2], y[2:]
@@ -410,7 +411,7 @@ def test_the_jacobian_compiled_ahead_is_the_one_the_steps_call():
     events = []
 
     def listen(name, duration, **kw):
-        if "_radau_jacobian" in kw.get("fun_name", ""):
+        if "linearized_jacobian" in kw.get("fun_name", ""):
             events.append(name.rsplit("/", 1)[-1])
 
     body = sr.RigidBody(0.7, (0.0, 0.1, -0.1), 2e-3 * jnp.eye(3))
@@ -468,13 +469,13 @@ def test_adaptive_methods_restart_at_the_controllers_switch_times(double, monkey
 
         monkeypatch.setattr(scipy.integrate, name, Recording)
     # ẏ is never evaluated at the switch itself: each span sees its own law up to its ends
-    rhs, times = softrigid._radau._radau_rhs, []
+    rhs, times = softrigid._radau.radau_rhs, []
 
     def recording_rhs(*args):
         times.append(float(args[-2]))
         return rhs(*args)
 
-    monkeypatch.setattr(softrigid._radau, "_radau_rhs", recording_rhs)
+    monkeypatch.setattr(softrigid._radau, "radau_rhs", recording_rhs)
     for method in (BDF(rtol=1e-10, atol=1e-12), Radau(rtol=1e-10, atol=1e-12)):
         spans.clear()
         times.clear()
@@ -510,9 +511,9 @@ def test_adaptive_callbacks_have_no_host_callback_and_still_raise(double):
     law = sr.control.ComputedTorque((1.0, 1.0), (1.0, 1.0), sr.control.CubicRestToRest(Z, Z, 0, 1))
     args = (double, (), law, None, "cholesky", jnp.asarray(0.1), jnp.concatenate([Q0, Z]))
     for fn in (
-        softrigid._radau._radau_rhs,
-        softrigid._radau._closed_loop_jacobian,
-        softrigid._radau._radau_jacobian,
+        softrigid._radau.radau_rhs,
+        softrigid._radau.closed_loop_jacobian,
+        softrigid._radau.linearized_jacobian,
     ):
         if jax.default_backend() == "cpu":  # other platforms fail through equinox's callback
             text = fn.lower(*args).as_text()
@@ -573,3 +574,34 @@ def test_scipy_methods_name_a_non_finite_start(method):
     message = r"q̈ is not finite at t = 0 s at coordinate 0 \(link 0, joint coordinate 0"
     with pytest.raises(ValueError, match=message):
         sr.simulate(robot, jnp.zeros(1), jnp.zeros(1), 0.1, 0.01, method=method)
+
+
+def _point_mass_on_axis() -> sr.Robot:
+    """A point mass on its revolute joint's axis: `M = 0`, `q̈` undetermined (NaN) everywhere."""
+    bar = sr.RigidBody(1.0, (0.0, 0.0, 0.0), np.zeros((3, 3)))
+    return sr.Robot([sr.Link(joints.Revolute((0.0, 1.0, 0.0)), bar)], gravity=(0, 0, -9.81))
+
+
+@pytest.mark.parametrize("method", ["rk4", "semi_implicit_euler", "implicit_euler", ALPHA])
+def test_fixed_step_methods_name_a_closed_loop_undefined_at_the_failed_step(method):
+    # the run fails at its first step whatever dt: an eager run evaluates the closed loop at
+    # the failed step's start and names the coordinate, where it asked for a smaller dt
+    message = (
+        r"q̈ is not finite at t = 0 s at coordinate 0 \(link 0, joint coordinate 0 \(Revolute\)\)"
+        r", the start of step 1 \(where the run failed; no smaller dt helps\)"
+    )
+    with pytest.raises(ValueError, match=message):
+        sr.simulate(_point_mass_on_axis(), jnp.zeros(1), jnp.zeros(1), 0.05, 0.01, method=method)
+
+
+def test_fixed_step_run_names_a_controller_undefined_at_the_failed_step(double):
+    # the controller's inputs become NaN at t = 0.02 s: the semi-implicit Euler step from there
+    # (evaluated at its start only) is the first non-finite one, and the input is named (a
+    # controller that fails only inside a step keeps the message asking for a smaller dt:
+    # tests/test_errors_model.py)
+    def law(t, q, qd):
+        return jnp.where(t > 0.015, jnp.nan, 0.0) * jnp.ones(2)
+
+    message = r"inputs u are not finite at t = 0.02 s \(input 0\), the start of step 3"
+    with pytest.raises(ValueError, match=message):
+        sr.simulate(double, Q0, Z, 0.05, 0.01, law, "semi_implicit_euler")

@@ -1,0 +1,139 @@
+"""How `simulate` reports a failed run.
+
+A step fails because the method could not take it (the state became non-finite, a Newton
+iteration did not converge) or because the closed loop is not defined at the step's start: a
+singular mass matrix, a body whose terms are not finite there, a controller that returns NaN.
+No step size helps with the second. So besides the run-time check of a fixed-step run (also
+under `jit`/`vmap`: `check_run`, which names the window of the first failure), an eager run
+evaluates the closed loop at the last finite state, the start of the failed step
+(`raise_failed_step`): where its inputs `u` or accelerations `q̈` are not finite there, the
+error names the first bad input or coordinate and the first link whose terms are not finite
+(`diagnose`), instead of asking for a smaller `dt`. The scipy methods check each span's first
+state with the same message (`check_accelerations`).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ._cache import jit
+from ._checks import raise_if
+from ._closed_loop import closed_loop
+from ._constraints import Constraint
+from ._controller import Controller
+from ._entry import PREFIX, describe_coordinate, diagnose, trial_evaluations
+from ._model import Robot
+
+__all__ = ["WINDOWS", "check_accelerations", "check_run", "raise_failed_step"]
+
+# A run-time check under jit names one of this many windows of the run.
+WINDOWS = 50
+
+
+def check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Array:
+    """`q` with a run-time check (also under `jit`/`vmap`) that every step converged and the run
+    stayed finite; the message brackets the time of the first failure within one of `WINDOWS`
+    equal windows."""
+    diverged = ~(jnp.all(jnp.isfinite(q[1:]), 1) & jnp.all(jnp.isfinite(qds), 1))
+    bad = diverged | ~ok
+    windows = min(WINDOWS, n_steps)
+    edges = np.linspace(0, n_steps, windows + 1).round().astype(int)
+    spans = [
+        (f"at step {b}" if a + 1 == b else f"between step {a + 1} and step {b}")
+        + " (t = step × dt)"
+        for a, b in itertools.pairwise(edges)
+    ]
+    msgs = tuple(
+        f"{PREFIX}simulate: the state became non-finite {s}; reduce dt, use an implicit method, "
+        "or check the model and the controller"
+        for s in spans
+    ) + tuple(
+        f"{PREFIX}simulate: the Newton iteration of method {method!r} did not converge {s}; "
+        "reduce dt or raise max_iter"
+        for s in spans
+    )
+    first = jnp.argmax(bad)
+    window = jnp.searchsorted(jnp.asarray(edges[1:]), first + 1)
+    index = window + windows * (~ok[first] & ~diverged[first])
+    return raise_if(q, jnp.any(bad), index, msgs)
+
+
+def check_accelerations(
+    where: str, robot: Robot, t: float, q: Any, qd: Any, qdd: Any, u: Any = None, context: str = ""
+) -> None:
+    """A `ValueError` where the closed loop at `(t, q, q̇)` is not defined: its inputs `u` (when
+    given) or its accelerations `q̈` are not finite. The message names the first bad input or
+    coordinate, the state, `context` (where in the run), and the first link whose terms are not
+    finite there (`diagnose`); nothing happens where both are finite."""
+    q, qd = np.asarray(q), np.asarray(qd)
+    bad_u = np.flatnonzero(~np.isfinite(np.asarray(u))) if u is not None else np.empty(0, int)
+    bad = np.flatnonzero(~np.isfinite(np.asarray(qdd)))
+    if bad_u.size:
+        what = f"the controller's inputs u are not finite at t = {t:.6g} s (input {bad_u[0]})"
+    elif bad.size:
+        j = int(bad[0])
+        what = (
+            f"the closed loop's q̈ is not finite at t = {t:.6g} s at coordinate {j} "
+            f"({describe_coordinate(robot, j)})"
+        )
+    else:
+        return
+    raise ValueError(
+        f"{where}: {what}{context}, state q = {q}, q̇ = {qd}: the model or the controller is not "
+        "defined there (forward_dynamics names a singular mass matrix's coordinate)."
+        + diagnose(robot, jnp.asarray(q), jnp.asarray(qd))
+    )
+
+
+@functools.partial(jit, static_argnames=("law", "solver"))
+def _closed_loop_at(
+    robot: Robot,
+    loads: tuple,
+    policy: Controller | None,
+    law: Callable | None,
+    constraints: tuple[Constraint, ...],
+    solver: str,
+    t: Array,
+    q: Array,
+    qd: Array,
+) -> tuple[Array, Array]:
+    """`(q̈, u)` of the closed loop at `(t, q, q̇)`, without run-time checks (non-finite values
+    are returned, for `check_accelerations` to name)."""
+    with trial_evaluations():
+        return closed_loop(robot, loads, policy, law, constraints, solver).evaluate(t, q, qd)
+
+
+def raise_failed_step(loop: tuple, traj: Any, ok: Array, dt: float, scheme: Any) -> None:
+    """A `ValueError` for the first failed step of an eager fixed-step run `traj` (steps whose
+    Newton iteration did not converge: `ok` false), if any: the closed loop's cause at the
+    step's start where it is not defined there (`check_accelerations`), else what the method
+    met. `loop`: `closed_loop`'s `(robot, loads, policy, law, constraints, solver)`; `scheme`
+    the fixed-step method (an `Integrator`)."""
+    q, qd = np.asarray(traj.q), np.asarray(traj.qd)
+    finite = np.all(np.isfinite(q), 1) & np.all(np.isfinite(qd), 1)
+    converged = np.concatenate([[True], np.asarray(ok)])
+    if finite.all() and converged.all():
+        return
+    k = int(np.argmin(finite & converged))  # ≥ 1: the initial state is finite
+    start = (k - 1) * dt
+    qdd, u = _closed_loop_at(*loop, jnp.asarray(start, q.dtype), q[k - 1], qd[k - 1])
+    context = f", the start of step {k} (where the run failed; no smaller dt helps)"
+    check_accelerations("simulate", loop[0], start, q[k - 1], qd[k - 1], qdd, u, context)
+    if not converged[k]:
+        raise ValueError(
+            f"simulate: the Newton iteration of method {scheme.name!r} did not converge "
+            f"in the step from t = {start:.6g} s to t = {k * dt:.6g} s "
+            f"(step {k}, max_iter = {scheme.max_iter}, tol = {scheme.tol:g}); "
+            "reduce dt or raise max_iter"
+        )
+    raise ValueError(
+        f"simulate: the state became non-finite at t = {k * dt:.6g} s (step {k}); "
+        "reduce dt, use an implicit method, or check the model and the controller"
+    )

@@ -55,6 +55,23 @@ def test_positive_subset_keeps_the_volume_and_the_samples():
     assert np.all(np.diff(s) <= 0) and s[info.rank - 1] > 1e-10 * s[0]
 
 
+def test_fitting_again_compiles_nothing():
+    # the snapshots' program is module-level with the integrals static: a second fit of the
+    # same integrals on a rule of the same structure (other samples) traces them no more
+    traces = []
+
+    def counted(rule, a):
+        traces.append(1)
+        return near_singular(rule, a)
+
+    full = cylinder_rule()
+    first = quadrature.empirical(full, counted, jnp.linspace(0.002, 0.02, 6))
+    before = len(traces)
+    second = quadrature.empirical(full, counted, jnp.linspace(0.003, 0.02, 6))
+    assert before > 0 and len(traces) == before
+    assert first.n_points > 0 and second.n_points > 0
+
+
 def test_unsampled_states_where_polynomial_moments_fail():
     full, (rule, _) = cylinder_rule(), fitted()
     unseen = (0.0033, 0.0071, 0.015)

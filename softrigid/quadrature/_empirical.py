@@ -24,6 +24,7 @@ nearly so. Large rules are solved in chunks first, as in `compress`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, overload
@@ -70,27 +71,30 @@ class EmpiricalInfo(NamedTuple):
     singular_values: np.ndarray
 
 
-def _snapshots(
-    rule: QuadratureRule, integrals: Callable[[QuadratureRule, Any], Any], samples: Any
-) -> np.ndarray:
-    """`(S m, K)`: the derivatives of the `m` integral components with respect to the weights,
-    at each of the `S` samples (a pytree with a leading sample axis): the integrands at the
-    nodes."""
+@functools.partial(jax.jit, static_argnames="integrals")
+def _integrands(
+    integrals: Callable[[QuadratureRule, Any], Any], rule: QuadratureRule, sample: Any
+) -> jax.Array:
+    """`(m, K)`: the derivatives of the `m` integral components with respect to the weights at
+    one sample (the integrands at the nodes). Module-level with `integrals` static: fitting
+    again with the same function and a rule of the same structure compiles nothing."""
 
-    def flat(weights: jax.Array, sample: Any) -> jax.Array:
+    def flat(weights: jax.Array) -> jax.Array:
         out = integrals(dataclasses.replace(rule, weights=weights), sample)
         return jnp.concatenate([jnp.ravel(jnp.asarray(v)) for v in jax.tree.leaves(out)])
 
-    def gradient(weights: jax.Array, sample: Any) -> jax.Array:
-        # ∂I/∂w row by row: one forward pass, then the pullback of the unit cotangents,
-        # `_COTANGENTS` at a time (memory ∝ that many × nodes, whatever the components)
-        out, pullback = jax.vjp(lambda w: flat(w, sample), weights)
-        eye = jnp.eye(out.size, dtype=out.dtype)
-        return jax.lax.map(lambda e: pullback(e)[0], eye, batch_size=_COTANGENTS)
+    # ∂I/∂w row by row: one forward pass, then the pullback of the unit cotangents,
+    # `_COTANGENTS` at a time (memory ∝ that many × nodes, whatever the components)
+    out, pullback = jax.vjp(flat, rule.weights)
+    eye = jnp.eye(out.size, dtype=out.dtype)
+    return jax.lax.map(lambda e: pullback(e)[0], eye, batch_size=_COTANGENTS)
 
-    # one sample at a time: the intermediates of one sample's passes, not of all samples
-    gradient = jax.jit(gradient)
-    weights = jnp.asarray(rule.weights)
+
+def _snapshots(
+    rule: QuadratureRule, integrals: Callable[[QuadratureRule, Any], Any], samples: Any
+) -> np.ndarray:
+    """`(S m, K)`: `_integrands` at each of the `S` samples (a pytree with a leading sample
+    axis), one sample at a time (the intermediates of one sample's passes, not of all)."""
     samples = jax.tree.map(jnp.asarray, samples)
     leaves = jax.tree.leaves(samples)
     count = {leaf.shape[0] if leaf.ndim else None for leaf in leaves}
@@ -100,7 +104,7 @@ def _snapshots(
             f"sample, got shapes {[leaf.shape for leaf in leaves]}"
         )
     rows = [
-        np.asarray(gradient(weights, jax.tree.map(lambda a, i=i: a[i], samples)))
+        np.asarray(_integrands(integrals, rule, jax.tree.map(lambda a, i=i: a[i], samples)))
         for i in range(count.pop())
     ]
     return np.concatenate(rows)

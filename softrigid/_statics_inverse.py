@@ -40,7 +40,7 @@ _INNER_ITER = 50
 _MAX_DAMPING = 1e12
 
 # InverseStaticSolution.status
-REACHED, MAX_ITER, MINIMUM, NO_EQUILIBRIUM, NON_FINITE_OUTPUT, SINGULAR = 0, 1, 2, 3, 4, 5
+REACHED, MAX_ITER, MINIMUM, NO_EQUILIBRIUM, NON_FINITE_OUTPUT, SINGULAR, INSENSITIVE = range(7)
 _RUNNING = -1
 _MESSAGES = (
     "inverse_statics: no convergence within max_iter iterations",
@@ -52,6 +52,8 @@ _MESSAGES = (
     "inverse_statics: the equilibrium's Jacobian ∂r/∂q is singular at an iterate, so how the "
     "outputs move with the inputs (∂q/∂u = J⁻¹ A) is undefined: some coordinates have no "
     "restoring force (no stiffness, gravity or actuation holds them)",
+    "inverse_statics: the outputs do not move with the inputs at an iterate (G = W ∂y/∂q "
+    "∂q/∂u = 0): check the output function and the actuators, or start from another u0",
 )
 
 
@@ -69,7 +71,9 @@ class InverseStaticSolution(NamedTuple):
             minimum that misses the target (unreachable), `3` no equilibrium under `u0`, `4`
             the output (or the target) is not finite at the equilibrium under `u0`, `5` the
             equilibrium's Jacobian `∂r/∂q` is singular at an iterate (a coordinate nothing
-            holds: `∂q/∂u` is undefined; `q`, `u` are that equilibrium).
+            holds: `∂q/∂u` is undefined; `q`, `u` are that equilibrium), `6` the outputs do
+            not move with the inputs there (`G = 0`: an output function of coordinates no
+            input moves, or an equilibrium where all their first derivatives vanish).
     """
 
     q: Array
@@ -165,8 +169,9 @@ def _levenberg_marquardt(
         dq = jnp.where(accept, dq_new, c.dq)
         g = jnp.where(accept, g_new, c.g)
         gnorm = jnp.linalg.norm(g)
-        # μ = damping |G| at u0 (at least the smallest normal number, so that 10 μ grows)
-        first = damping * jnp.maximum(gnorm, jnp.finfo(g.dtype).tiny)
+        # μ = damping |G| at u0, at least the smallest normal number so that 10 μ grows (a
+        # subnormal μ is flushed to zero on CPU); with G = 0 no step moves the outputs
+        first = jnp.maximum(damping * gnorm, jnp.finfo(g.dtype).tiny)
         mu = jnp.where(accept, jnp.where(c.started, c.mu / 10.0, first), 10.0 * c.mu)
         e_next = jnp.where(accept, e, c.e)
         du = _damped_step(g, e_next, mu)
@@ -178,11 +183,21 @@ def _levenberg_marquardt(
                 ~c.started & ~ok,
                 accept & (err <= goal),
                 accept & ~regular,
+                accept & (gnorm == 0),
                 accept & c.started & small,
                 accept & (it >= max_iter),
                 ~accept & ~(mu <= _MAX_DAMPING * jnp.maximum(gnorm, 1.0)),
             ],
-            [NON_FINITE_OUTPUT, NO_EQUILIBRIUM, REACHED, SINGULAR, MINIMUM, MAX_ITER, MINIMUM],
+            [
+                NON_FINITE_OUTPUT,
+                NO_EQUILIBRIUM,
+                REACHED,
+                SINGULAR,
+                INSENSITIVE,
+                MINIMUM,
+                MAX_ITER,
+                MINIMUM,
+            ],
             _RUNNING,
         ).astype(c.status.dtype)
 
@@ -289,9 +304,10 @@ def inverse_statics(
             `tol · max(1, |u|)` (a least-squares minimum).
         max_iter: maximum number of accepted steps.
         throw: raise on failure (default): eagerly a `ValueError` (no equilibrium under `u0`,
-            a non-finite output there, no convergence within `max_iter`) or a
+            a non-finite output there, no convergence within `max_iter`, a singular
+            equilibrium, outputs that do not move with the inputs) or a
             `RuntimeWarning` (target not reached); under `jit`/`vmap` a `softrigid._fault`
-            runtime error for the failures (status 1, 3, 4 and 5). With `throw=False` read
+            runtime error for the failures (status 1, 3, 4, 5 and 6). With `throw=False` read
             `status`/`converged`.
 
     Raises:
@@ -330,6 +346,7 @@ def inverse_statics(
             | (sol.status == NO_EQUILIBRIUM)
             | (sol.status == NON_FINITE_OUTPUT)
             | (sol.status == SINGULAR)
+            | (sol.status == INSENSITIVE)
         )
         return raise_if(sol, failed, jnp.maximum(sol.status - 1, 0), _MESSAGES)
     status, err = int(sol.status), float(sol.output_error)
@@ -356,6 +373,11 @@ def inverse_statics(
             "how the outputs move with the inputs, ∂q/∂u = J⁻¹ A, is undefined: coordinates "
             f"{coords} have no restoring force there (no stiffness, gravity or actuation "
             "holds them)"
+        )
+    if status == INSENSITIVE:
+        raise ValueError(
+            f"{_MESSAGES[5]} (at q = {np.asarray(sol.q)}, u = {np.asarray(sol.u)}, outputs "
+            f"{np.asarray(sol.output)})"
         )
     if status == MINIMUM:
         goal = tol * max(1.0, float(jnp.linalg.norm(w * target)))

@@ -379,6 +379,33 @@ def test_singular_equilibrium_stops_inverse_statics():
         inverse_statics(arm, lambda q: sr.forward_kinematics(arm, q)[1][-1], [0.1, 0.0, 0.5])
 
 
+def test_outputs_that_do_not_move_stop_inverse_statics():
+    # an output no input moves (a constant, or the frame before the only joint): G = 0, so no
+    # step changes |e|. The loop ran forever: its damping started at a subnormal number that
+    # the CPU flushes to zero, so 10 μ never grew to the damping limit. Now status 6, eagerly
+    # a ValueError, under jit the status or a runtime error
+    robot = pendulum()
+    message = r"outputs do not move with the inputs at an iterate \(G = W ∂y/∂q ∂q/∂u = 0\)"
+    with pytest.raises(ValueError, match=message):
+        inverse_statics(robot, lambda q: jnp.ones(1), jnp.zeros(1))
+    sol = inverse_statics(robot, lambda q: jnp.ones(1), jnp.zeros(1), max_iter=3, throw=False)
+    assert int(sol.status) == 6 and int(sol.iterations) == 0 and not sol.converged
+    bar = robot.links[0].body
+    links = [sr.Link(joints.Fixed(), bar), sr.Link(robot.links[0].joint, bar)]
+    base = sr.Robot(links, gravity=(0.0, 0.0, 9.81), actuators=[JointMotor(1)])
+    frame = jax.jit(lambda t: inverse_statics(base, _first_frame(base), t, throw=False).status)
+    assert int(frame(jnp.array([0.1, 0.0, 0.5]))) == 6
+    with pytest.raises((jax.errors.JaxRuntimeError, ValueError), match="do not move"):
+        jax.block_until_ready(
+            jax.jit(lambda t: inverse_statics(robot, lambda q: jnp.ones(1), t))(jnp.zeros(1))
+        )
+
+
+def _first_frame(robot):
+    """The world position of link 0's distal frame (before the pendulum's joint)."""
+    return lambda q: sr.forward_kinematics(robot, q)[1][0]
+
+
 def test_singular_step_names_an_unresolved_strain_basis():
     # three curvature modes over a single axial quadrature point: the energy sees one of them
     kin = kinematics.Cosserat(LENGTH, kinematics.Monomial(LENGTH, 2, strains=("bend2",)))

@@ -335,6 +335,27 @@ def test_invalid_urdf_raise_clear_errors(tmp_path):
         urdf.load(_robot_xml(ok_link + _joint_xml("j", "fixed", "a", "b")), floating_base=True)
 
 
+def test_cycles_and_bad_sources_are_named():
+    # a cycle apart from the root's tree passed the one-root check, and walking the chain
+    # from a base inside it never ended
+    links = f'<link name="b">{_INERTIAL}</link><link name="c">{_INERTIAL}</link>'
+    cycle = _robot_xml(
+        links + _joint_xml("bc", "revolute", "b", "c") + _joint_xml("cb", "revolute", "c", "b")
+    )
+    for kw in ({"base": "b"}, {"base": "b", "tip": "c"}, {}):
+        with pytest.raises(ValueError, match=r"the joints form a cycle \((b → c → b|c → b → c)\)"):
+            urdf.load(cycle, **kw)
+    loop = _robot_xml(f'<link name="b">{_INERTIAL}</link>' + _joint_xml("bb", "revolute", "b", "b"))
+    with pytest.raises(ValueError, match=r"the joints form a cycle \(b → b\)"):
+        urdf.load(loop, base="b")
+    text = _robot_xml(f'<link name="b">{_INERTIAL}</link>' + _joint_xml("ab", "revolute", "a", "b"))
+    assert urdf.load(text.encode()).n_q == 1  # the XML's bytes
+    with pytest.raises(TypeError, match="expected a file path or the XML text, got int"):
+        urdf.load(5)
+    with pytest.raises(TypeError, match=r"attach\['b'\] must be a softrigid.Link or a sequence"):
+        urdf.load(text, attach={"b": None})
+
+
 def test_pinocchio_rnea_and_crba_agree():
     """Peer check: Pinocchio's RNEA and CRBA on the same file (continuous joints take
     `(cos θ, sin θ)` in Pinocchio; joint damping is not part of its RNEA)."""

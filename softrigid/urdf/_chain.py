@@ -97,6 +97,11 @@ def _check_attach(attach: Any) -> dict[str, list[Link]]:
         )
     out = {}
     for name, value in attach.items():
+        if not isinstance(value, (Link, Sequence)) or isinstance(value, str):
+            raise TypeError(
+                f"urdf: attach[{name!r}] must be a softrigid.Link or a sequence of them, "
+                f"got {type(value).__name__}"
+            )
         extra = [value] if isinstance(value, Link) else list(value)
         for k, link in enumerate(extra):
             if not isinstance(link, Link):
@@ -108,7 +113,7 @@ def _check_attach(attach: Any) -> dict[str, list[Link]]:
 
 
 def chain(
-    source: str | os.PathLike,
+    source: str | bytes | os.PathLike,
     *,
     base: str | None = None,
     tip: str | None = None,
@@ -119,7 +124,8 @@ def chain(
     """The serial chain `base → tip` of a URDF as softrigid `Link`s, with names and frames.
 
     Args:
-        source: a URDF file path, or the URDF text itself (a string starting with `<`).
+        source: a URDF file path, or the URDF text itself (a string starting with `<`, or
+            its UTF-8 bytes).
         base: the link fixed to the world (default: the URDF root); gravity and the
             coordinates of a floating base are expressed in its frame.
         tip: the end link; required when the tree branches below `base` (the other branches
@@ -201,7 +207,7 @@ def chain(
 
 
 def links(
-    source: str | os.PathLike,
+    source: str | bytes | os.PathLike,
     *,
     base: str | None = None,
     tip: str | None = None,
@@ -221,7 +227,7 @@ def links(
 
 
 def load(
-    source: str | os.PathLike,
+    source: str | bytes | os.PathLike,
     *,
     base: str | None = None,
     tip: str | None = None,

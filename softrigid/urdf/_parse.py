@@ -160,8 +160,13 @@ def _joint(elem: ET.Element) -> _Joint:
     )
 
 
-def _read(source: str | os.PathLike) -> ET.Element:
-    """The `<robot>` element of a URDF file path or XML string (text starting with `<`)."""
+def _read(source: str | bytes | os.PathLike) -> ET.Element:
+    """The `<robot>` element of a URDF file path or XML text (starting with `<`; bytes are
+    read as UTF-8)."""
+    if isinstance(source, (bytes, bytearray)):
+        source = source.decode("utf-8")
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"urdf: expected a file path or the XML text, got {type(source).__name__}")
     try:
         if isinstance(source, str) and source.lstrip().startswith("<"):
             root = ET.fromstring(source)
@@ -208,7 +213,24 @@ def _tree(root: ET.Element) -> tuple[dict[str, _Inertial | None], dict[str, _Joi
     roots = [name for name in inertials if name not in by_child]
     if len(roots) != 1:
         raise ValueError(f"urdf: the links must form one tree, found the roots {roots}")
+    _check_acyclic(by_child)
     return inertials, by_child
+
+
+def _check_acyclic(by_child: dict[str, _Joint]) -> None:
+    """A `ValueError` naming the links of a cycle of joints (a cycle has no root, so one root
+    does not rule it out when the cycle is apart from the root's tree)."""
+    done: set[str] = set()
+    for start in by_child:
+        trail: list[str] = []
+        link = start
+        while link in by_child and link not in done:
+            if link in trail:
+                cycle = [*trail[trail.index(link) :], link][::-1]
+                raise ValueError(f"urdf: the joints form a cycle ({' → '.join(cycle)})")
+            trail.append(link)
+            link = by_child[link].parent
+        done.update(trail)
 
 
 def _path(by_child: dict[str, _Joint], links: Sequence[str], base: str, tip: str | None):

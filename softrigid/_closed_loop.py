@@ -51,9 +51,15 @@ class Dynamics(NamedTuple):
     constant: bool = False
 
     def checked(self, u: Any, q: Array) -> Array:
-        u = jnp.asarray(u, dtype=q.dtype)
+        raw = jnp.asarray(u)
+        what = "actuator inputs" if self.robot.actuators else "generalized forces"
+        if not (jnp.issubdtype(raw.dtype, jnp.floating) or jnp.issubdtype(raw.dtype, jnp.integer)):
+            raise TypeError(
+                f"controller(t, q, qd) must return the robot's real inputs ({what}), got dtype "
+                f"{raw.dtype}"
+            )
+        u = raw.astype(q.dtype)
         if u.shape != (self.robot.n_u,):
-            what = "actuator inputs" if self.robot.actuators else "generalized forces"
             raise ValueError(
                 f"controller(t, q, qd) must return the robot's inputs, shape ({self.robot.n_u},) "
                 f"({what}), got {u.shape}"
@@ -188,6 +194,7 @@ def make_dynamics(
             robot, loads, lambda t, q, qd, tm: jnp.zeros(robot.n_u, q.dtype), False, constant=True
         )
     elif isinstance(controller, Controller):
+        controller.check_robot(robot)
         dyn = Dynamics(robot, loads, lambda t, q, qd, tm: controller(t, q, qd, tm), True)
     else:
         dyn = Dynamics(robot, loads, lambda t, q, qd, tm: controller(t, q, qd), False)

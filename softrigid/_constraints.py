@@ -47,6 +47,7 @@ from ._dynamics import DynamicsTerms, terms
 from ._entry import PREFIX, algorithm, check_positive_definite, raise_runtime_errors
 from ._model import Robot
 from ._module import module, static
+from .kinematics._base import user_array
 
 __all__ = [
     "AccelerationForm",
@@ -63,9 +64,10 @@ __all__ = [
 
 def _shape(where: str, value: Any, shapes: str, ok: Callable[[tuple[int, ...]], bool]) -> Array:
     """`value` as a floating array if its shape passes `ok`, else a `ValueError` naming
-    `where` (checked at trace time)."""
-    arr = jnp.asarray(value)
-    if not jnp.issubdtype(arr.dtype, jnp.floating) or not ok(arr.shape):
+    `where` (checked at trace time; a tuple or a non-floating result: `user_array`'s
+    `TypeError`)."""
+    arr = jnp.asarray(user_array(where, value))
+    if not ok(arr.shape):
         raise ValueError(f"{where} must return a real array of shape {shapes}, got {arr.shape}")
     return arr
 
@@ -107,7 +109,8 @@ class Holonomic(Constraint):
 
     def residual(self, q: Array) -> Array:
         """`φ(q)` `(m,)`."""
-        return _shape("Holonomic: phi(q)", jnp.atleast_1d(self.phi(q)), "(m,)", _is_vector)
+        phi = jnp.atleast_1d(user_array("Holonomic: phi(q)", self.phi(q)))
+        return _shape("Holonomic: phi(q)", phi, "(m,)", _is_vector)
 
     def acceleration(self, t: Array, q: Array, qd: Array) -> tuple[Array, Array]:
         del t

@@ -20,7 +20,7 @@ from jax import Array
 if TYPE_CHECKING:
     from ._dynamics import DynamicsTerms
 
-__all__ = ["Controller", "concrete_times", "held_switch_times"]
+__all__ = ["Controller", "concrete_times", "held_robots", "held_switch_times"]
 
 
 def held_switch_times(obj: Any) -> tuple[float, ...]:
@@ -51,6 +51,34 @@ class Controller(abc.ABC):
         those of the controllers and references this one holds (`held_switch_times`); a law
         with its own jumps in time overrides it. Called on concrete controllers only."""
         return held_switch_times(self)
+
+    def check_robot(self, robot: Any) -> None:
+        """A `ValueError` where this controller, or one it holds, was built for a robot of
+        another size than `robot` (another `n_q` or `n_u`: its law would fail with a shape
+        error deep in the dynamics). Checks the robots held in its fields
+        (`held_robots`)."""
+        for own in held_robots(self):
+            if (own.n_q, own.n_u) != (robot.n_q, robot.n_u):
+                raise ValueError(
+                    f"{type(self).__name__}: the controller (or one it holds) was built for a "
+                    f"robot with n_q = {own.n_q}, n_u = {own.n_u}, but controls one with n_q = "
+                    f"{robot.n_q}, n_u = {robot.n_u}: build the controller with that robot"
+                )
+
+
+def held_robots(obj: Any) -> list[Any]:
+    """The robots (objects with `n_q`, `n_u` and `links`) in the fields of the dataclass `obj`
+    and of the controllers it holds (also inside tuples and lists)."""
+    out = []
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name, None)
+            for item in value if isinstance(value, (tuple, list)) else (value,):
+                if all(hasattr(item, name) for name in ("n_q", "n_u", "links")):
+                    out.append(item)
+                elif isinstance(item, Controller):
+                    out.extend(held_robots(item))
+    return out
 
 
 def concrete_times(times: Any) -> tuple[float, ...]:

@@ -31,7 +31,7 @@ from ._model import Robot
 from ._module import is_concrete
 from ._statics_equilibrium import check_options, null_coordinates, raise_failure, setup
 from ._statics_newton import CONVERGED, newton, solve_jit
-from .kinematics._base import trace_user
+from .kinematics._base import trace_user, user_array
 
 __all__ = ["InverseStaticSolution", "inverse_statics"]
 
@@ -324,7 +324,9 @@ def inverse_statics(
         raise ValueError(f"inverse_statics: damping must be a positive number, got {damping!r}")
     if not (np.isfinite(damping) and damping > 0):
         raise ValueError(f"inverse_statics: damping must be a positive number, got {damping!r}")
-    y = trace_user("inverse_statics output", "q", output, q)
+    y = user_array(
+        "inverse_statics: output(q)", trace_user("inverse_statics output", "q", output, q)
+    )
     if y.shape != target.shape or target.ndim != 1:
         raise ValueError(
             f"inverse_statics: output(q) has shape {y.shape}, target {target.shape}; "

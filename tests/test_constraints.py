@@ -222,6 +222,10 @@ def test_bad_constraints_are_named(unicycle):
     cfd = sr.constrained_forward_dynamics
     with pytest.raises(ValueError, match=r"Holonomic: phi\(q\) must return a real array of shape"):
         cfd(unicycle, q, qd, u, constraints.Holonomic(lambda q: jnp.eye(3)))
+    with pytest.raises(TypeError, match=r"Holonomic: phi\(q\) must return one array, got a tuple"):
+        cfd(unicycle, q, qd, u, constraints.Holonomic(lambda q: (q[0], q[1])))
+    with pytest.raises(TypeError, match=r"phi\(q\) must return a floating-point array, got dtype"):
+        cfd(unicycle, q, qd, u, constraints.Holonomic(lambda q: jnp.zeros(1, int)))
     with pytest.raises(ValueError, match=r"Nonholonomic: a\(q\) must return .* \(m, 3\)"):
         cfd(unicycle, q, qd, u, constraints.Nonholonomic(lambda q: jnp.ones((1, 4))))
     with pytest.raises(ValueError, match=r"AccelerationForm: b must return .* \(1,\)"):

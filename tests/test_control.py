@@ -456,6 +456,38 @@ def test_bad_input_raises_errors_naming_the_argument(robot):
         raise_runtime_errors(lambda: jax.jit(law)(0.0, q, q, singular))
 
 
+def test_laws_name_a_wrong_robot_index_or_output(robot):
+    # each of these failed deep inside JAX (shape or attribute errors) or passed silently
+    z = jnp.zeros(2)
+    other = arm([JointMotor(0)])  # n_q = 2, n_u = 1
+    message = r"CompensatedPD: the controller .* built for a robot with n_q = 2, n_u = 1, but"
+    with pytest.raises(ValueError, match=message):
+        law = control.CompensatedPD(other, 1.0, 1.0, z, inputs=[0], pseudo_inverse=True)
+        sr.simulate(robot, z, z, 0.02, 0.01, law)
+    pfbl_other = control.CollocatedPFBL(other, 1.0, 1.0, [0.0])
+    with pytest.raises(ValueError, match=r"Phases: the controller \(or one it holds\)"):
+        law = control.Phases([0.01], [control.Feedforward(z), pfbl_other])
+        sr.simulate(robot, z, z, 0.02, 0.01, law)
+    with pytest.raises(TypeError, match="CollocatedPFBL: robot must be a softrigid.Robot, got str"):
+        control.CollocatedPFBL("arm", 1.0, 1.0, z)
+    with pytest.raises(TypeError, match="PD: coordinates must be a sequence of integer indices"):
+        control.PD(1.0, 1.0, [0.0], coordinates=[1.9], inputs=[0])
+    with pytest.raises(ValueError, match=r"Phases: times must be finite, got \[nan\]"):
+        control.Phases([np.nan], [control.Feedforward(z), control.Feedforward(z)])
+    tuple_output = control.CollocatedPFBL(robot, 1.0, 1.0, z, output=lambda r, q: (q[0], q[1]))
+    with pytest.raises(TypeError, match=r"output\(robot, q\) must return one array, got a tuple"):
+        sr.simulate(robot, z, z, 0.02, 0.01, tuple_output)
+    with pytest.raises(TypeError, match="must return the robot's real inputs .* complex128"):
+        sr.simulate(robot, z, z, 0.02, 0.01, lambda t, q, qd: jnp.full(2, 5.0j))
+    # actuation_coordinates checks its state like every entry point
+    with pytest.raises(ValueError, match=r"q must have shape \(2,\) for this robot"):
+        control.actuation_coordinates(robot, jnp.zeros(5))
+    with pytest.raises(ValueError, match=r"q contains non-finite values .* index \[1\]"):
+        control.actuation_coordinates(robot, jnp.array([0.1, jnp.inf]))
+    with pytest.raises(ValueError, match="inputs must not be empty"):
+        control.actuation_coordinates(robot, z, inputs=[])
+
+
 def conditioned(n, sigma_min, seed=0):
     """`U diag(1, …, 1, σ_min) Vᵀ` `(n, n)` with random orthogonal `U`, `V`: `κ₂ = 1/σ_min`."""
     rng = np.random.default_rng(seed)

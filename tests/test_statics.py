@@ -429,6 +429,11 @@ def test_non_finite_output_is_named():
 
     sol = jax.jit(solve)(jnp.array([jnp.nan]))
     assert int(sol.status) == 4 and not sol.converged
+    # an output that is not one floating array is named before any solve
+    with pytest.raises(TypeError, match=r"output\(q\) must return one array, got a tuple"):
+        inverse_statics(robot, lambda q: (q[0], q[0]), [0.1, 0.2])
+    with pytest.raises(TypeError, match=r"output\(q\) must return a floating-point array"):
+        inverse_statics(robot, lambda q: jnp.ones(1, int), [0.1])
 
 
 def test_no_convergence_is_an_error(sideways_rod):

@@ -20,6 +20,13 @@ from .._model import Robot
 _COND_MAX = 1e10
 
 
+def _robot(where: str, robot: Any) -> Robot:
+    """`robot` if it is a `softrigid.Robot`, else a `TypeError` naming the law."""
+    if not isinstance(robot, Robot):
+        raise TypeError(f"{where}: robot must be a softrigid.Robot, got {type(robot).__name__}")
+    return robot
+
+
 def _gain(where: str, value: Any, k: int) -> Array:
     """A gain for `k` errors: a scalar, a diagonal `(k,)` or a matrix `(k, k)`."""
     g = jnp.asarray(value, dtype=float)
@@ -35,7 +42,10 @@ def _apply(gain: Array, e: Array) -> Array:
 def _indices(where: str, value: Sequence[int] | None) -> tuple[int, ...] | None:
     if value is None:
         return None
-    idx = tuple(int(i) for i in value)
+    arr = np.asarray(value) if not isinstance(value, str) else np.asarray(0.0)
+    if arr.ndim != 1 or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{where} must be a sequence of integer indices, got {value!r}")
+    idx = tuple(int(i) for i in arr)
     if not idx or len(set(idx)) != len(idx) or min(idx) < 0:
         raise ValueError(f"{where} must be distinct non-negative indices, got {value}")
     return idx

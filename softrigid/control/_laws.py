@@ -24,6 +24,7 @@ from ._common import (
     _gain,
     _indices,
     _place,
+    _robot,
     _select,
 )
 from ._references import Reference, _Function, _reference
@@ -147,6 +148,7 @@ class CompensatedPD(Controller):
         inputs: Sequence[int] | None = None,
         pseudo_inverse: bool = False,
     ) -> None:
+        robot = _robot("CompensatedPD", robot)
         coordinates = _indices("CompensatedPD: coordinates", coordinates)
         k = robot.n_q if coordinates is None else len(coordinates)
         if coordinates is not None and max(coordinates) >= robot.n_q:
@@ -255,6 +257,8 @@ class Phases(Controller):
         for c in controllers:
             if not isinstance(c, Controller):
                 raise TypeError(f"Phases: controllers must be Controllers, got {type(c).__name__}")
+        if is_concrete(ts) and not np.all(np.isfinite(np.asarray(ts))):
+            raise ValueError(f"Phases: times must be finite, got {np.asarray(ts)}")
         if is_concrete(ts) and not np.all(np.diff(np.asarray(ts)) > 0):
             raise ValueError(f"Phases: times must be strictly increasing, got {np.asarray(ts)}")
         object.__setattr__(self, "times", ts)

@@ -17,10 +17,12 @@ from jax._src import core as jax_core  # trace_state_clean: no public equivalent
 from .._cache import jit
 from .._controller import Controller
 from .._dynamics import DynamicsTerms
+from .._entry import check_robot, check_states
 from .._model import Robot
 from .._module import module, static
 from ..actuators import JointMotor, PressureChamber, Tendon
-from ._common import _apply, _check_conditioned, _driven, _gain, _place, _select
+from ..kinematics._base import user_array
+from ._common import _apply, _check_conditioned, _driven, _gain, _place, _robot, _select
 from ._references import Reference, _reference
 
 __all__ = ["CollocatedPFBL", "actuation_coordinates"]
@@ -34,7 +36,11 @@ def actuation_coordinates(robot: Robot, q: Array, inputs: Sequence[int] | None =
     those entries, in that order; the others are not computed. Called outside any JAX
     transformation it runs as one compiled program per robot structure and `inputs` (not one
     dispatch per operation: the helicoid robot's nine tendons took 1.7 s eagerly)."""
+    robot = check_robot(robot)
+    (q,) = check_states(robot, q=q)
     key = None if inputs is None else tuple(inputs)
+    if key == ():
+        raise ValueError("actuation_coordinates: inputs must not be empty (None: all inputs)")
     if jax_core.trace_state_clean() and _hashable(key):
         return _compiled_coordinates(robot, q, key)
     return _coordinates(robot, q, inputs)
@@ -183,6 +189,7 @@ class CollocatedPFBL(Controller):
         output: Callable[[Robot, Array], Array] = actuation_coordinates,
         inputs: Sequence[int] | None = None,
     ) -> None:
+        robot = _robot("CollocatedPFBL", robot)
         inputs, m = _driven("CollocatedPFBL", inputs, robot)
         if m > robot.n_q:
             raise ValueError(f"CollocatedPFBL: more driven inputs ({m}) than coordinates")
@@ -203,7 +210,7 @@ class CollocatedPFBL(Controller):
         def output(x: Array) -> Array:
             if self.output is actuation_coordinates:  # the driven inputs' coordinates only
                 return actuation_coordinates(self.robot, x, self.inputs)
-            y = self.output(self.robot, x)
+            y = user_array(f"{where}: output(robot, q)", self.output(self.robot, x))
             if y.shape != (n_u,):
                 raise ValueError(f"{where}: output(robot, q) must return ({n_u},), got {y.shape}")
             return _select(y, self.inputs, where, "inputs")

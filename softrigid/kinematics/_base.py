@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from .._checks import copy_params
@@ -49,6 +50,25 @@ def trace_user(what: str, arguments: str, fn: Callable[..., Any], *args: Any) ->
             f"{arguments}, no Python `if`, float() or int() on them (use jnp functions and "
             f"jnp.where); JAX raised {type(err).__name__}"
         ) from err
+
+
+def user_array(what: str, value: Any) -> Any:
+    """`value`, a user function's result, if it is one array of floating dtype (an array, a
+    tracer or `jax.eval_shape`'s `ShapeDtypeStruct`; a Python or NumPy float too), else a
+    `TypeError` naming `what`: a tuple or list of values (stack them), an integer, boolean or
+    complex result (whose derivatives JAX does not take as a real function's)."""
+    if isinstance(value, (tuple, list)):
+        raise TypeError(
+            f"{what} must return one array, got a {type(value).__name__} of {len(value)} "
+            "values: return jnp.stack([...]) or jnp.concatenate([...])"
+        )
+    dtype = getattr(value, "dtype", None)
+    if dtype is None and isinstance(value, (int, float, complex, bool)):
+        dtype = np.result_type(value)
+    if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
+        got = type(value).__name__ if dtype is None else f"dtype {dtype}"
+        raise TypeError(f"{what} must return a floating-point array, got {got}")
+    return value
 
 
 class Kinematics(abc.ABC):

@@ -40,6 +40,8 @@ __all__ = [
 
 # Outward faces of a positively oriented tetrahedron (0, 1, 2, 3), and for tetra10 (VTK order:
 # edges 4:(0,1) 5:(1,2) 6:(2,0) 7:(0,3) 8:(1,3) 9:(2,3)) the same faces as triangle6.
+# the most elements `cylinder` and `tube` build at their default resolution
+MAX_DEFAULT_ELEMENTS = 2_000_000
 _TET_FACES = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
 _TET10_FACES = np.array(
     [[1, 2, 3, 5, 9, 8], [0, 3, 2, 7, 9, 6], [0, 1, 3, 4, 8, 7], [0, 2, 1, 6, 5, 4]]
@@ -292,18 +294,36 @@ def extrude(
     cos, sin = np.cos(angle), np.sin(angle)
     pts = np.stack([cos * xy[:, 0] - sin * xy[:, 1], sin * xy[:, 0] + cos * xy[:, 1], zz], -1)
     vol = tet_volumes(pts, cells)
-    tol = 1e-12 * np.ptp(pts, axis=0).max() ** 3
-    if np.any(vol <= tol):
+    # degenerate relative to each element's own size (its longest edge h: |V| ≤ 1e-10 h³, as
+    # `quadrature.from_mesh` reads meshes), so slender meshes of small elements pass
+    corners = pts[cells]
+    edges = corners[:, [0, 0, 0, 1, 1, 2]] - corners[:, [1, 2, 3, 2, 3, 3]]
+    h = np.sqrt(np.max(np.sum(edges * edges, axis=-1), axis=1))
+    bad = vol <= 1e-10 * h**3
+    if np.any(bad):
         raise ValueError(
-            f"extrude: {int(np.sum(vol <= tol))} elements come out degenerate or inverted "
+            f"extrude: {int(np.sum(bad))} elements come out degenerate or inverted "
             "(too much twist per layer, or a degenerate section)"
         )
     return meshio.Mesh(pts, [("tetra", cells)])
 
 
-def _layers(where: str, length: float, n_axial: int | None, h: float) -> np.ndarray:
-    n = max(1, math.ceil(length / h - 1e-9)) if n_axial is None else n_axial
-    return np.linspace(0.0, length, as_count(f"{where}: n_axial", n) + 1)
+def _layers(
+    where: str, length: float, n_axial: int | None, h: float, n_triangles: int
+) -> np.ndarray:
+    """`n_axial + 1` levels on `[0, length]`; by default layers of height about `h`, refused
+    when they would give more than `MAX_DEFAULT_ELEMENTS` elements (a slender body meshed
+    at its section's resolution: name `n_axial` to have them)."""
+    if n_axial is None:
+        n_axial = max(1, math.ceil(length / h - 1e-9))
+        if 3 * n_triangles * n_axial > MAX_DEFAULT_ELEMENTS:
+            raise ValueError(
+                f"{where}: the default resolution (n_axial = {n_axial} layers of "
+                f"{n_triangles} section triangles) gives {3 * n_triangles * n_axial:.3g} "
+                f"elements, above {MAX_DEFAULT_ELEMENTS:.0e}; pass n_axial (and n_angular) "
+                "to choose the mesh"
+            )
+    return np.linspace(0.0, length, as_count(f"{where}: n_axial", n_axial) + 1)
 
 
 def cylinder(
@@ -332,7 +352,8 @@ def cylinder(
     n_angular = 6 * n_radial if n_angular is None else n_angular
     n_angular = as_count("cylinder: n_angular", n_angular, 3)
     pts, tri, _ = disk_section(np.linspace(0.0, radius, n_radial + 1), n_angular)
-    return extrude(pts, tri, _layers("cylinder", length, n_axial, radius / n_radial))
+    levels = _layers("cylinder", length, n_axial, radius / n_radial, len(tri))
+    return extrude(pts, tri, levels)
 
 
 def tube(
@@ -360,9 +381,15 @@ def tube(
     h = (outer - inner) / n_radial
     if n_angular is None:
         n_angular = max(6, math.ceil(2.0 * math.pi * outer / h))
+        if 6 * n_radial * n_angular > MAX_DEFAULT_ELEMENTS:  # a wall thin against its radius
+            raise ValueError(
+                f"tube: the default resolution (n_angular = {n_angular} sides, n_radial = "
+                f"{n_radial} rings) gives more than {MAX_DEFAULT_ELEMENTS:.0e} elements per "
+                "layer; pass n_angular and n_axial to choose the mesh"
+            )
     n_angular = as_count("tube: n_angular", n_angular, 3)
     pts, tri, _ = disk_section(np.linspace(inner, outer, n_radial + 1), n_angular)
-    return extrude(pts, tri, _layers("tube", length, n_axial, h))
+    return extrude(pts, tri, _layers("tube", length, n_axial, h, len(tri)))
 
 
 def box(size: Sequence[float], divisions: Sequence[int] = (2, 2, 4)) -> meshio.Mesh:

@@ -208,6 +208,23 @@ def _prism(area: float, polar: float, length: float, rho: float = RHO):
     return m, np.diag([ixx, ixx, rho * polar * length])
 
 
+def test_slender_meshes_and_default_resolution_limits():
+    # the degeneracy test is relative to each element's own size: a 0.1 mm section extruded
+    # to 1 m with a first layer of its own size was refused as "degenerate" (the tolerance was
+    # taken from the whole mesh's extent: 1e-12 m³ against elements of 1.7e-13 m³)
+    section, triangles = meshing.rectangle_section(1e-4, 1e-4, 1, 1)
+    mesh = meshing.extrude(section, triangles, [0.0, 1e-4, 1.0])
+    volumes = meshing.tet_volumes(mesh.points, mesh.cells[0].data)
+    assert np.all(volumes > 0)
+    np.testing.assert_allclose(volumes.sum(), 1e-8, rtol=1e-12)
+    # a default resolution past 2e6 elements is refused before anything is allocated (a
+    # 1e-12 m radius asked for 21.8 TiB; a tube of a thin wall built ~1e8 elements)
+    with pytest.raises(ValueError, match=r"cylinder: the default resolution .* pass n_axial"):
+        meshing.cylinder(1e-12, 1.0)
+    with pytest.raises(ValueError, match=r"tube: the default resolution .* pass n_angular"):
+        meshing.tube(1.0 - 1e-12, 1.0, 1.0)
+
+
 def test_meshed_box_is_exact():
     a, b, length = 0.02, 0.03, 0.1
     mass, com, inertia = _mass_properties(from_mesh(meshing.box((a, b, length), (1, 2, 3))))

@@ -88,6 +88,14 @@ class Adaptive:
     scipy_method: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
+        name = type(self).__name__
+        for field in ("rtol", "atol"):
+            value = getattr(self, field)
+            real = isinstance(value, (int, float, np.integer, np.floating))
+            if isinstance(value, bool) or not real or not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"{name}: {field} must be a finite number ≥ 0, got {value!r}")
+        if self.rtol == 0 and self.atol == 0:
+            raise ValueError(f"{name}: rtol and atol cannot both be 0 (no error tolerance)")
         if self.jacobian not in JACOBIANS:
             raise ValueError(
                 f"{type(self).__name__}: jacobian must be one of {JACOBIANS}, got {self.jacobian!r}"

@@ -400,6 +400,13 @@ def test_bdf_jacobians(double, capsys):
         sr.simulate(double, Q0, Z, 0.2, 0.1, method="bdf", control_period=0.1)
     with pytest.raises(ValueError, match="BDF: jacobian must be"):
         BDF(jacobian="broyden")
+    # scipy's own errors pointed elsewhere ("a non-finite iteration matrix", a complex compare)
+    with pytest.raises(ValueError, match=r"Radau: rtol must be a finite number ≥ 0, got -1.0"):
+        Radau(rtol=-1.0)
+    with pytest.raises(ValueError, match="BDF: atol must be a finite number ≥ 0, got nan"):
+        BDF(atol=float("nan"))
+    with pytest.raises(ValueError, match="rtol and atol cannot both be 0"):
+        BDF(rtol=0.0, atol=0.0)
 
 
 def test_the_jacobian_compiled_ahead_is_the_one_the_steps_call():

@@ -89,6 +89,20 @@ def test_segment_rule_uses_its_one_coordinate():
         assert abs(ws @ zs**k - w @ z**k) <= 1e-13 * (w @ np.abs(z) ** k)
 
 
+def test_rules_without_extent_compress_to_their_point():
+    # nodes at one point have no coordinate to fit (no extent): one node carries the whole
+    # weight, exact to every degree; a one-node rule failed in the basis' construction
+    one = quadrature.QuadratureRule(jnp.array([[0.0, 0.0, 0.1]]), jnp.array([1.0]))
+    for degree in (0, 3):
+        out = quadrature.compress(one, degree)
+        np.testing.assert_array_equal(out.points, one.points)
+        np.testing.assert_array_equal(out.weights, one.weights)
+    same = quadrature.QuadratureRule(jnp.tile(jnp.array([0.0, 0.0, 0.1]), (3, 1)), jnp.ones(3))
+    out = quadrature.compress(same, 2)
+    assert out.n_points == 1
+    np.testing.assert_allclose(out.weights, [3.0], rtol=1e-14)
+
+
 def test_keeps_distal_points_geometry_and_mesh():
     rule = quadrature.from_mesh(MESHES / "helicoid.vtu", degree=1)
     small = quadrature.compress(rule, 3)

@@ -83,7 +83,7 @@ def _exponents(degree: int, dims: int) -> np.ndarray:
         for alpha in np.ndindex(*(total + 1,) * dims)
         if sum(alpha) == total
     ]
-    return np.array(rows, dtype=np.int64).reshape(-1, dims)
+    return np.array(rows, dtype=np.int64).reshape(len(rows), dims)
 
 
 def _vandermonde(y: np.ndarray, exponents: np.ndarray) -> np.ndarray:

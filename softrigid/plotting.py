@@ -74,12 +74,32 @@ def _backbones(robot: Robot, q: Array, n: int) -> list[Array]:
     return lines
 
 
+def _trajectory(where: str, traj: Any) -> tuple[np.ndarray, np.ndarray]:
+    """`(t (S,), q (S, n))` of a `Trajectory` (or anything with `t` and `q`), `S ≥ 1`."""
+    if not (hasattr(traj, "t") and hasattr(traj, "q")):
+        raise TypeError(
+            f"{where}: traj must be a softrigid.Trajectory (with t and q), got "
+            f"{type(traj).__name__}"
+        )
+    t, q = np.asarray(traj.t), np.asarray(traj.q)
+    if t.ndim != 1 or q.ndim != 2 or q.shape[0] != t.shape[0] or t.size == 0:
+        raise ValueError(
+            f"{where}: traj must hold S ≥ 1 times t (S,) and configurations q (S, n_q), got "
+            f"t {t.shape}, q {q.shape}"
+        )
+    return t, q
+
+
 def plot_trajectory(
     traj: Trajectory, path: str | Path, labels: Sequence[str] | None = None
 ) -> Path:
     """Plot `q(t)` (one curve per coordinate) and save it to `path` (PNG, SVG, PDF…)."""
+    t, q = _trajectory("plot_trajectory", traj)
+    if labels is not None and len(labels) != q.shape[1]:
+        raise ValueError(
+            f"plot_trajectory: labels has {len(labels)} entries for {q.shape[1]} coordinates"
+        )
     plt = _pyplot()
-    t, q = np.asarray(traj.t), np.asarray(traj.q)
     fig, ax = plt.subplots(figsize=(7, 4))
     for j in range(q.shape[1]):
         ax.plot(t, q[:, j], label=labels[j] if labels else f"q{j + 1}")
@@ -105,11 +125,14 @@ def plot_snapshots(
     (`"xy"`, `"xz"` or `"yz"`), darker for later times, and save to `path`."""
     if plane not in _AXES:
         raise ValueError(f"plane must be one of {tuple(_AXES)}, got {plane!r}")
-    plt = _pyplot()
-    a, b = _AXES[plane]
-    t = np.asarray(traj.t)
+    t, _ = _trajectory("plot_snapshots", traj)
     if times is None:
         times = np.linspace(t[0], t[-1], 6)
+    times = np.atleast_1d(np.asarray(times, dtype=float))
+    if times.ndim != 1 or times.size == 0 or not np.all(np.isfinite(times)):
+        raise ValueError(f"plot_snapshots: times must be finite numbers, got {times}")
+    plt = _pyplot()
+    a, b = _AXES[plane]
     fig, ax = plt.subplots(figsize=(5, 5))
     cmap = plt.get_cmap("viridis")
     for k, time in enumerate(times):

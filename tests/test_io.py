@@ -244,6 +244,7 @@ def test_xdmf_trajectory_round_trip(robot, link_mesh, trajectory, tmp_path):
             "t must be finite and non-decreasing",
         ),
         (("run.pvd", np.zeros(2), np.zeros(5)), r"q must have shape \(S, n_q\) with n_q = 5"),
+        (("run.xdmf", np.zeros(0), np.zeros((0, 5))), "the trajectory has no configurations"),
     ],
 )
 def test_write_trajectory_errors(robot, tmp_path, args, message):

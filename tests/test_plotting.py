@@ -44,3 +44,25 @@ def _com(q):
     c, s = np.cos(float(q[0])), np.sin(float(q[0]))
     rot = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
     return rot @ np.array([0.05, 0.0, 0.1])
+
+
+def test_plots_name_bad_trajectories_labels_and_times(tmp_path):
+    # an empty trajectory, too few labels, a scalar or NaN time: each failed inside NumPy or
+    # matplotlib (IndexError, TypeError) or drew t[0] silently
+    pytest.importorskip("matplotlib")
+    robot = sr.Robot(
+        [sr.Link(joints.Revolute((0.0, 1.0, 0.0)), sr.RigidBody(1.0, (0, 0, 0.1), np.eye(3)))]
+    )
+    empty = sr.Trajectory(jnp.zeros(0), jnp.zeros((0, 1)), jnp.zeros((0, 1)), jnp.zeros((0, 1)))
+    with pytest.raises(ValueError, match=r"plot_snapshots: traj must hold S ≥ 1 times"):
+        plotting.plot_snapshots(robot, empty, tmp_path / "s.png")
+    with pytest.raises(TypeError, match="plot_trajectory: traj must be a softrigid.Trajectory"):
+        plotting.plot_trajectory((jnp.zeros(2), jnp.zeros((2, 1))), tmp_path / "t.png")
+    traj = sr.Trajectory(
+        jnp.linspace(0, 1, 3), jnp.zeros((3, 1)), jnp.zeros((3, 1)), jnp.zeros((3, 1))
+    )
+    with pytest.raises(ValueError, match="labels has 2 entries for 1 coordinates"):
+        plotting.plot_trajectory(traj, tmp_path / "t.png", labels=["a", "b"])
+    with pytest.raises(ValueError, match=r"times must be finite numbers, got \[nan\]"):
+        plotting.plot_snapshots(robot, traj, tmp_path / "s.png", times=[np.nan])
+    assert plotting.plot_snapshots(robot, traj, tmp_path / "s.png", times=0.5).exists()

@@ -54,6 +54,8 @@ def write_state(path: str | os.PathLike, robot: Robot, q: Any, meshes: Any = Non
 
 
 def _times(t: Any, n: int) -> np.ndarray:
+    if n == 0:
+        raise ValueError("write_trajectory: the trajectory has no configurations (q has 0 rows)")
     times = meshing._real_array("t", t, finite=False)
     if times.shape != (n,):
         raise ValueError(f"t must have shape ({n},), one time per configuration, got {times.shape}")

@@ -144,8 +144,10 @@ class Implicit(Integrator):
             raise ValueError(f"{name}: theta_max must be in (0, 1), got {self.theta_max!r}")
         if not (isinstance(self.tol, (int, float)) and self.tol > 0):
             raise ValueError(f"{name}: tol must be a positive number, got {self.tol!r}")
-        if not (isinstance(self.max_iter, int) and self.max_iter >= 1):
-            raise ValueError(f"{name}: max_iter must be a positive integer, got {self.max_iter!r}")
+        if not (isinstance(self.max_iter, int) and 1 <= self.max_iter < 2**31):
+            raise ValueError(
+                f"{name}: max_iter must be a positive integer below 2**31, got {self.max_iter!r}"
+            )
 
     def solve(
         self,

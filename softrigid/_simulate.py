@@ -211,6 +211,11 @@ def _control_period(period: Any, dt: float) -> int | None:
     if period is None:
         return None
     m = _positive_number("control_period", period) / dt
+    if m >= 2**31:
+        raise ValueError(
+            f"simulate: control_period = {period!r} is {m:.3g} steps of dt = {dt:.6g} (at most "
+            "2**31 − 1): a period longer than the run holds the first input throughout"
+        )
     if round(m) < 1 or not math.isclose(m, round(m), rel_tol=1e-9):
         raise ValueError(
             f"simulate: control_period must be a multiple of dt = {dt:.6g}, got {period!r}"

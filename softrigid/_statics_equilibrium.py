@@ -81,8 +81,8 @@ def setup(robot: Any, u: Any, q0: Any, loads: Any) -> tuple[Robot, Array, Array,
 def check_options(tol: float, max_iter: int) -> None:
     if not isinstance(tol, (int, float)) or isinstance(tol, bool) or not 0 < tol < 1:
         raise ValueError(f"tol must be a number in (0, 1), got {tol!r}")
-    if not isinstance(max_iter, int) or isinstance(max_iter, bool) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    if not isinstance(max_iter, int) or isinstance(max_iter, bool) or not 1 <= max_iter < 2**31:
+        raise ValueError(f"max_iter must be a positive integer below 2**31, got {max_iter!r}")
 
 
 def null_coordinates(jac: Any) -> tuple[list[int], float]:

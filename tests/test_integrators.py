@@ -538,6 +538,9 @@ def test_newton_options_are_checked():
         ImplicitEuler(theta_max=1.0)
     with pytest.raises(ValueError, match="max_iter must be a positive integer"):
         ImplicitEuler(max_iter=0)
+    # past int32 JAX raised an OverflowError naming an argument path ("y")
+    with pytest.raises(ValueError, match=r"max_iter must be a positive integer below 2\*\*31"):
+        GeneralizedAlpha(max_iter=10**20)
     with pytest.raises(ValueError, match="tol must be a positive number"):
         GeneralizedAlpha(tol=-1.0)
 
@@ -565,6 +568,8 @@ def test_integrator_errors(double):
         GeneralizedAlpha(rho_inf=1.5)
     with pytest.raises(ValueError, match=r"must return the robot's inputs, shape \(2,\)"):
         sr.simulate(double, Q0, Z, 0.02, 0.01, controller=lambda t, q, qd: jnp.zeros(3))
+    with pytest.raises(ValueError, match=r"control_period = 1e\+300 is 1e\+302 steps"):
+        sr.simulate(double, Q0, Z, 0.02, 0.01, control_period=1e300)
     with pytest.raises(ValueError, match="control_period must be a multiple of dt"):
         sr.simulate(double, Q0, Z, 0.02, 0.01, control_period=0.015)
     with pytest.raises(ValueError, match="qd0 contains non-finite"):

@@ -452,6 +452,8 @@ def test_bad_arguments(arm):
         equilibrium(arm, q0=jnp.zeros(3))
     with pytest.raises(ValueError, match=r"tol must be a number in \(0, 1\)"):
         equilibrium(arm, tol=0.0)
+    with pytest.raises(ValueError, match=r"max_iter must be a positive integer below 2\*\*31"):
+        equilibrium(arm, max_iter=10**20)
     with pytest.raises(ValueError, match="both must be the same"):
         inverse_statics(arm, lambda q: q, jnp.zeros(3))
     with pytest.raises(ValueError, match="target must be finite"):

@@ -318,6 +318,7 @@ def constrained_forward_dynamics(
     constraints = check_constraints(constraints)
     if not constraints:
         raise ValueError("constrained_forward_dynamics: constraints must not be empty")
+    t = as_scalar("constrained_forward_dynamics: t", t)
     return _constrained_forward_dynamics(robot, q, qd, u, constraints, loads, t)
 
 

@@ -33,7 +33,7 @@ from ._charts import has_charts, rechart
 from ._closed_loop import closed_loop
 from ._constraints import Constraint, check_constraints, check_constraints_at
 from ._controller import Controller
-from ._entry import check_robot, check_states
+from ._entry import check_robot, check_states, raise_runtime_errors
 from ._integrators import (
     RK4,
     GeneralizedAlpha,
@@ -341,7 +341,11 @@ def simulate(
     # traced (inside the user's jit/vmap/grad): the run-time check inside the program reports a
     # failure; eager: the trajectory is checked here, naming the exact time
     batched = under_vmap((robot, q0, qd0, policy, loads, constraints))
-    traj, ok = (_run_jit_batched if batched else _run_jit)(
+    program = _run_jit_batched if batched else _run_jit
+    # eagerly, a run-time check that fires inside (e.g. a controller's singular A) is raised as
+    # the ValueError it names; traced, it stays in the user's program
+    run = (lambda *a: raise_runtime_errors(lambda: program(*a))) if eager else program
+    traj, ok = run(
         robot,
         q0,
         qd0,

@@ -110,6 +110,8 @@ class SoftBody(Body):
             raise TypeError(
                 f"SoftBody: volume must be a QuadratureRule, got {type(volume).__name__}"
             )
+        if volume.n_points == 0:
+            raise ValueError("SoftBody: volume has no nodes: the body would have no mass")
         object.__setattr__(self, "kinematics", kin)
         object.__setattr__(self, "volume", volume)
         object.__setattr__(self, "n_q", kin.n_q)

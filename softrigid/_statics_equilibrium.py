@@ -65,9 +65,12 @@ _MESSAGES = (
 )
 
 
-def setup(robot: Any, u: Any, q0: Any, loads: Any) -> tuple[Robot, Array, Array, tuple]:
-    """Checked robot, initial `q` (default zeros), inputs `u` (default zeros) and loads; shapes
-    always, finiteness when concrete (under `jit` the runtime check of the status does it)."""
+def setup(
+    robot: Any, u: Any, q0: Any, loads: Any, u_name: str = "u"
+) -> tuple[Robot, Array, Array, tuple]:
+    """Checked robot, initial `q` (default zeros), inputs `u` (default zeros; named `u_name`
+    in errors) and loads; shapes always, finiteness when concrete (under `jit` the runtime
+    check of the status does it)."""
     robot = check_robot(robot)
     if robot.n_q == 0:
         raise ValueError("the robot has no coordinates: there is nothing to solve for")
@@ -75,7 +78,8 @@ def setup(robot: Any, u: Any, q0: Any, loads: Any) -> tuple[Robot, Array, Array,
     u = jnp.zeros(robot.n_u) if u is None else u
     (q,) = check_states(robot, q0=q)
     dtype = jnp.result_type(q.dtype, float)
-    return robot, q.astype(dtype), check_inputs(robot, u, dtype), check_loads(robot, loads)
+    u = check_inputs(robot, u, dtype, u_name)
+    return robot, q.astype(dtype), u, check_loads(robot, loads)
 
 
 def check_options(tol: float, max_iter: int) -> None:

@@ -314,7 +314,7 @@ def inverse_statics(
         ValueError: bad input; with `throw`, the failures above.
     """
     check_options(tol, max_iter)
-    robot, q, u, loads = setup(robot, u0, q0, loads)
+    robot, q, u, loads = setup(robot, u0, q0, loads, "u0")
     if not callable(output):
         raise TypeError("inverse_statics: output must be callable y(q) -> (p,)")
     target = as_float(target, "inverse_statics: target").astype(q.dtype)

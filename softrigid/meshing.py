@@ -273,6 +273,8 @@ def extrude(
     keep = keep.astype(bool)
     if keep.shape != (n_layers, n_tri):
         raise ValueError(f"extrude: keep must have shape ({n_layers}, {n_tri}), got {keep.shape}")
+    if not keep.any():
+        raise ValueError("extrude: keep drops every element: the mesh would be empty")
     # Node of section index s at level k: k·P + s. Sorted section indices fix the split.
     a, b, c = np.sort(tri, axis=1).T
     layer, t = np.nonzero(keep)

@@ -239,6 +239,8 @@ def test_bad_constraints_are_named(unicycle):
         constraints.Holonomic(np.zeros(2))
     with pytest.raises(ValueError, match="Holonomic: alpha must be non-negative"):
         constraints.Holonomic(_distance, alpha=-1.0)
+    with pytest.raises(ValueError, match=r"constrained_forward_dynamics: t must be a scalar"):
+        cfd(unicycle, q, qd, u, constraints.Nonholonomic(_rolling), t=jnp.zeros(3))
     with pytest.raises(ValueError, match="constraints must not be empty"):
         cfd(unicycle, q, qd, u, [])
     with pytest.raises(ValueError, match="explicit methods 'rk4' and 'semi_implicit_euler'"):

@@ -479,6 +479,10 @@ def test_laws_name_a_wrong_robot_index_or_output(robot):
         sr.simulate(robot, z, z, 0.02, 0.01, tuple_output)
     with pytest.raises(TypeError, match="must return the robot's real inputs .* complex128"):
         sr.simulate(robot, z, z, 0.02, 0.01, lambda t, q, qd: jnp.full(2, 5.0j))
+    # a law's run-time check inside an eager simulate is the ValueError it names (was JAX's)
+    singular = control.CompensatedPD(robot, 1.0, 1.0, [0.0], coordinates=[0], inputs=[1])
+    with pytest.raises(ValueError, match="CompensatedPD: the actuation matrix A is singular"):
+        sr.simulate(robot, z, z, 0.02, 0.01, singular)
     # actuation_coordinates checks its state like every entry point
     with pytest.raises(ValueError, match=r"q must have shape \(2,\) for this robot"):
         control.actuation_coordinates(robot, jnp.zeros(5))

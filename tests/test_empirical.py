@@ -235,6 +235,7 @@ def _nan(rule, a):
         ((None, near_singular, jnp.ones(0)), {}, ValueError, "at least one"),
         ((None, near_singular, 0.01), {}, ValueError, "one leading sample axis"),
         ((None, near_singular, jnp.ones(2)), {"key": 3}, TypeError, "key must be a string"),
+        ((None, lambda r, s: None, jnp.ones(2)), {}, TypeError, "integrals.* returned no arrays"),
     ],
 )
 def test_errors(args, kw, error, match):

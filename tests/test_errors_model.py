@@ -50,6 +50,15 @@ CONSTRUCTION = {
         "links must be a sequence",
     ),
     "robot of a string": (lambda: sr.Robot("arm"), TypeError, "links must be a sequence"),
+    "soft body on a rule of no nodes": (
+        lambda: sr.SoftBody(
+            kinematics.PlanarConstantCurvature(0.4),
+            quadrature.QuadratureRule(jnp.zeros((0, 3)), jnp.zeros(0)),
+            1000.0,
+        ),
+        ValueError,
+        "SoftBody: volume has no nodes",
+    ),
     "NaN centre of mass": (
         lambda: _rigid(com=(0.0, np.nan, 0.0)),
         ValueError,

@@ -79,6 +79,7 @@ def test_body_meshes_errors(robot, link_mesh):
         sio.body_meshes(robot, {7: link_mesh})
     with pytest.raises(TypeError, match="a mesh must be a meshio.Mesh, a ReferenceMesh"):
         sio.body_meshes(robot, {0: 3.0})
+    assert sio.body_meshes(robot, {np.int64(2): link_mesh})[2] is link_mesh  # NumPy indices
     bad = meshio.Mesh(link_mesh.points * np.nan, link_mesh.cells)
     with pytest.raises(ValueError, match=r"link 2: mesh points must be finite"):
         sio.body_meshes(robot, {2: bad})
@@ -127,6 +128,9 @@ def test_errors_on_configurations(robot):
         sio.deformed_meshes(robot, np.zeros(4))
     with pytest.raises(ValueError, match="q contains non-finite values"):
         sio.deformed_meshes(robot, np.full(5, np.nan))
+    # a finite state whose map overflows: the run-time check's ValueError (was JAX's error)
+    with pytest.raises(ValueError, match="links_world_points: non-finite value"):
+        sio.deformed_meshes(robot, np.full(5, 1e300))
 
 
 # ------------------------------------------------------------------ files and round trips
@@ -205,6 +209,10 @@ def test_pvd_trajectory_round_trip(robot, link_mesh, trajectory, tmp_path):
     assert all((tmp_path / f).is_file() for f in files)
     times, frames = sio.read_trajectory(path)
     np.testing.assert_array_equal(times, t)
+    bad = tmp_path / "nan.pvd"  # a non-finite time was read without complaint
+    bad.write_text(path.read_text().replace('timestep="0.0"', 'timestep="nan"', 1))
+    with pytest.raises(ValueError, match="DataSet 0 of .* has no valid timestep \\(got 'nan'\\)"):
+        sio.read_trajectory(bad)
     refs = sio.body_meshes(robot, {2: link_mesh})
     material = np.concatenate([m.points for m in refs])
     for qk, frame in zip(q, frames):

@@ -168,6 +168,9 @@ def test_mesher_shapes_are_valid_and_exact_polygon_prisms():
 
 
 def test_mesher_errors():
+    section, triangles = meshing.rectangle_section(1.0, 1.0, 1, 1)
+    with pytest.raises(ValueError, match="extrude: keep drops every element"):
+        meshing.extrude(section, triangles, [0.0, 1.0], keep=np.zeros((1, 2), bool))
     with pytest.raises(ValueError, match=r"tube: inner_radius \(0.02\) must be smaller"):
         meshing.tube(0.02, 0.01, 0.1)
     with pytest.raises(ValueError, match="cylinder: radius must be a finite positive number"):

@@ -460,6 +460,8 @@ def test_bad_arguments(arm):
         inverse_statics(arm, lambda q: q, jnp.array([0.1, jnp.nan]))
     with pytest.raises(TypeError, match="inverse_statics: target must be real numbers"):
         inverse_statics(arm, lambda q: q, jnp.array([0.1 + 1j, 0.0]))
+    with pytest.raises(ValueError, match=r"u0 must have shape \(2,\)"):
+        inverse_statics(arm, lambda q: q, jnp.zeros(2), u0=jnp.zeros(3))
     with pytest.raises(ValueError, match="damping must be a positive number"):
         inverse_statics(arm, lambda q: q, jnp.zeros(2), damping=-1e-3)
     with pytest.raises(ValueError, match="weights must be finite and positive"):

@@ -20,6 +20,7 @@ from jax import Array
 from .. import meshing
 from .._cache import jit
 from .._chain import links_world_points
+from .._entry import raise_runtime_errors
 from .._model import Robot
 from .._soft_body import SoftBody
 from ..quadrature import ReferenceMesh
@@ -69,10 +70,14 @@ def _mesh_entries(robot: Robot, meshes: Any) -> list[Any]:
     if meshes is None:
         return [None] * n
     if isinstance(meshes, Mapping):
-        bad = [k for k in meshes if not isinstance(k, int) or not 0 <= k < n]
+        index = (int, np.integer)
+        bad = [
+            k for k in meshes if not isinstance(k, index) or isinstance(k, bool) or not 0 <= k < n
+        ]
         if bad:
             raise ValueError(f"meshes: keys must be link indices in [0, {n}), got {bad}")
-        return [meshes.get(i) for i in range(n)]
+        by_link = {int(k): v for k, v in meshes.items()}
+        return [by_link.get(i) for i in range(n)]
     if isinstance(meshes, Sequence) and not isinstance(meshes, (str, bytes)):
         if len(meshes) != n:
             raise ValueError(f"meshes: expected one entry per link ({n}), got {len(meshes)}")
@@ -142,7 +147,10 @@ def _positions(
         # pad to a power of two: few distinct batch sizes, few compilations
         pad = (1 << (chunk.shape[0] - 1).bit_length()) - chunk.shape[0]
         batch = np.concatenate([chunk, np.repeat(chunk[-1:], pad, 0)])
-        world = _world_batch(robot, jnp.asarray(batch), points, links)
+        # a run-time check that fires (a non-finite state or map) as a ValueError
+        world = raise_runtime_errors(
+            lambda b=batch: _world_batch(robot, jnp.asarray(b), points, links)
+        )
         merged = np.concatenate([np.asarray(w) for w in world], axis=1)
         frames.append(merged[: chunk.shape[0]])
     return list(np.concatenate(frames))

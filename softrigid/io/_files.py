@@ -228,6 +228,8 @@ def _pvd_frames(path: Path) -> tuple[np.ndarray, list[Path]]:
         time, file = entry.get("timestep"), entry.get("file")
         try:
             times.append(float(time))
+            if not np.isfinite(times[-1]):
+                raise ValueError(time)
         except (TypeError, ValueError):
             raise ValueError(
                 f"read_trajectory: DataSet {k} of {str(path)!r} has no valid timestep "

@@ -80,8 +80,10 @@ def _integrands(
     again with the same function and a rule of the same structure compiles nothing."""
 
     def flat(weights: jax.Array) -> jax.Array:
-        out = integrals(dataclasses.replace(rule, weights=weights), sample)
-        return jnp.concatenate([jnp.ravel(jnp.asarray(v)) for v in jax.tree.leaves(out)])
+        leaves = jax.tree.leaves(integrals(dataclasses.replace(rule, weights=weights), sample))
+        if not leaves:
+            raise TypeError("empirical: integrals(rule, sample) returned no arrays")
+        return jnp.concatenate([jnp.ravel(jnp.asarray(v)) for v in leaves])
 
     # ∂I/∂w row by row: one forward pass, then the pullback of the unit cotangents,
     # `_COTANGENTS` at a time (memory ∝ that many × nodes, whatever the components)

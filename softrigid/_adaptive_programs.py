@@ -78,6 +78,13 @@ def radau_rhs(
     return _rhs(robot, loads, policy, law, solver)(t, y)
 
 
+def _first_order(lower: Array) -> Array:
+    """`∂ẏ/∂y = [[0, I], [∂q̈/∂q, ∂q̈/∂q̇]]` of `y = (q, q̇)` from its lower rows `(n, 2n)`."""
+    n = lower.shape[0]
+    upper = jnp.concatenate([jnp.zeros((n, n), lower.dtype), jnp.eye(n, dtype=lower.dtype)], 1)
+    return jnp.concatenate([upper, lower])
+
+
 @_PROGRAM
 def closed_loop_jacobian(
     robot: Robot,
@@ -96,8 +103,7 @@ def closed_loop_jacobian(
     if dyn.constraints:
         rhs = _rhs(robot, loads, policy, law, solver)
         return jax.jacfwd(lambda x: rhs(t, x)[0])(y)
-    upper = jnp.concatenate([jnp.zeros((n, n), y.dtype), jnp.eye(n, dtype=y.dtype)], axis=1)
-    return jnp.concatenate([upper, dyn.jacobian(t, y[:n], y[n:])])
+    return _first_order(dyn.jacobian(t, y[:n], y[n:]))
 
 
 @_PROGRAM
@@ -120,6 +126,4 @@ def linearized_jacobian(
     qdd = solve_accelerations(robot, tm, u, check=False)
     _, mass, d_q, d_qd = dyn.linearized(t, q, qd, qdd, tm)
     # ∂q̈/∂y = −M⁻¹ ∂r/∂y, r = ν − A u(t, q, q̇)
-    lower = -jnp.linalg.solve(mass, jnp.concatenate([d_q, d_qd], axis=1))
-    upper = jnp.concatenate([jnp.zeros((n, n), y.dtype), jnp.eye(n, dtype=y.dtype)], axis=1)
-    return jnp.concatenate([upper, lower])
+    return _first_order(-jnp.linalg.solve(mass, jnp.concatenate([d_q, d_qd], axis=1)))

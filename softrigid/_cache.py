@@ -303,8 +303,8 @@ def fused_loops(max_bytes: int = LOOP_BYTES) -> bool:
     """
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int):
         raise TypeError(f"fused_loops: max_bytes must be an integer, got {max_bytes!r}")
-    if max_bytes < 0:
-        raise ValueError(f"fused_loops: max_bytes must be non-negative, got {max_bytes}")
+    if not 0 <= max_bytes < 2**63:
+        raise ValueError(f"fused_loops: max_bytes must be in [0, 2**63), got {max_bytes}")
     flags = os.environ.get("XLA_FLAGS", "")
     if _LOOP_OPTION in flags:
         return True

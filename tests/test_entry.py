@@ -507,8 +507,11 @@ def test_fused_loops_keeps_a_users_choice_and_refuses_bad_sizes(monkeypatch):
     assert os.environ["XLA_FLAGS"] == option
     with pytest.raises(TypeError, match="max_bytes must be an integer"):
         sr.fused_loops(1e5)
-    with pytest.raises(ValueError, match="max_bytes must be non-negative"):
+    with pytest.raises(ValueError, match=r"max_bytes must be in \[0, 2\*\*63\)"):
         sr.fused_loops(-1)
+    # XLA parses the option as an int64: a larger value broke every later program
+    with pytest.raises(ValueError, match=r"max_bytes must be in \[0, 2\*\*63\), got 9223"):
+        sr.fused_loops(2**63)
 
 
 def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):

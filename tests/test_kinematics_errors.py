@@ -214,6 +214,20 @@ def test_wrong_output_shape_is_a_value_error():
         sr.SoftBody(two_numbers, VOLUME, 1000.0, n_q=1)
 
 
+def test_complex_or_integer_map_is_a_type_error():
+    # a complex map gave complex mass matrices silently; an integer one a float0 error
+    def complex_map(x, q):
+        return x * (1.0 + q[0]) + 0j
+
+    def rounded(x, q):
+        return jnp.round(x * (1.0 + q[0])).astype(int)
+
+    for fn, dtype in ((complex_map, "complex128"), (rounded, "int")):
+        message = f"kinematics '{fn.__name__}' must return a real floating-point position, got dtype {dtype}"
+        with pytest.raises(TypeError, match=message):
+            sr.SoftBody(fn, VOLUME, 1000.0, n_q=1)
+
+
 # --------------------------------------------------------------------------------------------
 # Model data is copied, not held by reference
 

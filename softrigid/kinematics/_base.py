@@ -186,7 +186,8 @@ def check_map(kin: Kinematics, dtype: Any = float) -> None:
     """Trace `kin` once on abstract inputs and check it returns a `(3,)` array.
 
     Raises a `TypeError` naming the map when it is not traceable by JAX (NumPy on `x` or `q`,
-    a Python `if` or `float()` on them) and a `ValueError` on a wrong output shape; other
+    a Python `if` or `float()` on them) or returns a complex or integer position, and a
+    `ValueError` on a wrong output shape; other
     exceptions from the user's code pass through unchanged.
     """
     name = getattr(kin, "name", "") or type(kin).__name__
@@ -198,4 +199,9 @@ def check_map(kin: Kinematics, dtype: Any = float) -> None:
         raise ValueError(
             f"kinematics {name!r} must return a (3,) position for x (3,) and q ({kin.n_q},); "
             f"it returned {shape if shape is not None else type(out).__name__}"
+        )
+    if not jnp.issubdtype(out.dtype, jnp.floating):
+        raise TypeError(
+            f"kinematics {name!r} must return a real floating-point position, got dtype "
+            f"{out.dtype} (a complex or integer map has no real derivatives)"
         )

@@ -192,14 +192,22 @@ def check_finite(where: str, robot: Robot, out: Any) -> Any:
 
 def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array) -> Array:
     """The Cholesky factor of `M` unchanged, with a run-time check that `M` was positive
-    definite. A failed factorization is NaN throughout, so the message names the first row of
-    `M` that is not finite (the state or the model produced NaN or inf), else the first
-    coordinate whose own inertia `M_jj` vanishes, else the first bad pivot."""
+    definite: its factorization did not fail and no coordinate's own inertia `M_jj` vanishes
+    against the largest (`inertialess`). A failed factorization is NaN throughout, so the
+    message names the first row of `M` that is not finite (the state or the model produced NaN
+    or inf), else the first coordinate whose own inertia vanishes, else the first bad pivot."""
     n = robot.n_q
 
     def failed_pivots(factor: Array) -> Array:
         pivots = jnp.diagonal(factor)
         return ~jnp.isfinite(pivots) | (pivots <= 0)
+
+    def inertialess(mass: Array) -> Array:
+        """Coordinates whose own inertia `M_jj` vanishes against the largest (1e-13): `M` is
+        singular to rounding there even where Cholesky's pivots stay positive (e.g. a rotation
+        vector at |φ| = 2π, where `M` has eigenvalues of 1e-35 beside 1e-2)."""
+        diag = jnp.diagonal(mass)
+        return ~(diag > 1e-13 * jnp.max(jnp.abs(diag)))
 
     def index(checked: tuple[Array, Array]) -> Array:
         """The message's index, computed only when the check fires (from the checked value
@@ -207,16 +215,16 @@ def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array
         factor, mass = checked
         failed = failed_pivots(factor)
         non_finite = ~jnp.all(jnp.isfinite(mass), axis=1)
-        diag = jnp.diagonal(mass)
-        inertialess = ~(diag > 1e-13 * jnp.max(jnp.abs(diag)))
-        bad = jnp.where(jnp.any(inertialess), inertialess, failed)
+        none = inertialess(mass)
+        bad = jnp.where(jnp.any(none), none, failed)
         return jnp.where(jnp.any(non_finite), n + jnp.argmax(non_finite), jnp.argmax(bad))
 
     msgs = (
         *(
             f"{PREFIX}{where}: the mass matrix is not positive definite at coordinate {j} "
             f"({describe_coordinate(robot, j)}): nothing in the model moves with it (e.g. a map "
-            "through stop_gradient or that ignores q, a massless body)."
+            "through stop_gradient or that ignores q, a massless body, a rotation vector at "
+            "|φ| = 2π: simulate re-charts it)."
             for j in range(n)
         ),
         *(
@@ -225,7 +233,8 @@ def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array
             for j in range(n)
         ),
     )
-    return raise_if((factor, mass), jnp.any(failed_pivots(factor)), index, msgs)[0]
+    failed = jnp.any(failed_pivots(factor)) | jnp.any(inertialess(mass))
+    return raise_if((factor, mass), failed, index, msgs)[0]
 
 
 def _finite_tree(x: Any) -> Array:

@@ -7,8 +7,8 @@ runs `scheme.step` over the time grid, holds the inputs between controller sampl
 that did not converge) or a non-finite state into an error naming its time: a `ValueError` in an
 eager call, a run-time error (`softrigid._fault.fault_if`) under the user's `jit`/`vmap`.
 
-After every fixed step, joints with a singular chart (the rotation vectors of `Spherical` and
-`Free`) are re-charted (`softrigid._charts`): `|φ| > π` becomes the equivalent `φ (1 − 2π/|φ|)`
+At the start and after every fixed step, joints with a singular chart (the rotation vectors of
+`Spherical` and `Free`) are re-charted (`softrigid._charts`): `|φ| > π` becomes the equivalent `φ (1 − 2π/|φ|)`
 with its rates mapped by the chart change, so a tumbling body never reaches `|φ| = 2π`.
 Equality constraints (`softrigid.constraints`) enter the explicit schemes' accelerations by
 the Udwadia–Kalaba equation.
@@ -273,10 +273,11 @@ def simulate(
 
     Returns:
         a `Trajectory(t, q, qd, u)`. Rotation vectors of `Spherical` and `Free` joints are
-        re-charted after each fixed step (`|φ| > π` → `φ (1 − 2π/|φ|)`, the same rotation), so
-        `q` jumps there while the pose is continuous (the run is piecewise smooth in its
-        inputs: `jax.grad` is exact except where the step of a re-chart changes); `"radau"` and
-        `"bdf"` do not re-chart.
+        re-charted at the start and after each fixed step (`|φ| > π` → `φ (1 − 2π/|φ|)`, the
+        same rotation; the trajectory starts from the re-charted `q0`), so `q` jumps there
+        while the pose is continuous (the run is piecewise smooth in its inputs: `jax.grad` is
+        exact except where the step of a re-chart changes); `"radau"` and `"bdf"` re-chart
+        only the start.
 
     Raises:
         ValueError: bad arguments, a run too long to record, a Newton iteration that did not
@@ -318,6 +319,10 @@ def simulate(
     policy = controller if isinstance(controller, Controller) else None
     static_law = None if policy is not None else controller
     eager = is_concrete(q0, qd0, robot, loads, policy, constraints)
+    if has_charts(robot):
+        # the start in the joints' charts away from their singularities, as after every step
+        # (a rotation vector at |φ| = 2π leaves M singular there: no step could start)
+        q0, qd0 = rechart(robot, q0, qd0)
     if constraints and eager:
         check_constraints_at("simulate", constraints, jnp.zeros((), q0.dtype), q0, qd0)
     if isinstance(scheme, Adaptive):

@@ -5,6 +5,7 @@ the new chart, and a tumbling body (the tennis-racket flip) simulated for 10 s."
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import softrigid as sr
 from softrigid import joints
@@ -115,3 +116,24 @@ def test_tumbling_body_flips_and_conserves_energy_and_momentum():
     spin = np.einsum("nji,nj->ni", rot, omega)[:, 1]
     assert np.sum(np.diff(np.sign(spin)) != 0) >= 2
     assert np.abs(np.asarray(traj.q[:, :3])).max() == 0.0  # no force: it stays in place
+
+
+def test_a_start_at_the_chart_singularity_is_recharted_and_named():
+    # |φ| = 2π is the identity rotation, where the rotation vector's Jacobian is singular: M has
+    # eigenvalues of 1e-35 beside 1e-2, Cholesky's pivots stayed positive and forward_dynamics
+    # returned 7e14 silently; simulate then failed at its first step "reduce dt"
+    body = sr.RigidBody(1.0, (0.0, 0.0, 0.1), np.diag([0.01, 0.012, 0.005]))
+    robot = sr.Robot([sr.Link(joints.Spherical(), body)])
+    q0, qd0 = jnp.array([2 * np.pi, 0.0, 0.0]), jnp.full(3, 0.3)
+    message = r"not positive definite at coordinate 1 .*a rotation vector at \|φ\| = 2π"
+    with pytest.raises(ValueError, match=message):
+        sr.forward_dynamics(robot, q0, qd0, jnp.zeros(3))
+    # simulate starts from the same rotation in the regular chart, with the same energy
+    for method in ("rk4", "bdf"):
+        traj = sr.simulate(robot, q0, qd0, 0.01, 0.001, method=method)
+        np.testing.assert_allclose(traj.q[0], 0.0, atol=1e-15)
+        e0, e1 = (
+            float(sr.kinetic_energy(robot, q, v)) for q, v in ((q0, qd0), (traj.q[0], traj.qd[0]))
+        )
+        np.testing.assert_allclose(e1, e0, rtol=1e-12)
+        assert np.all(np.isfinite(np.asarray(traj.q)))

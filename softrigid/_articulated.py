@@ -176,7 +176,10 @@ def _unpack(n: int, packed: Array) -> tuple[Array, Array, Array, Array]:
     from the inward pass's rows `(size, 8 n + 1)` of a group of links with `n` coordinates."""
     sol = packed[:, : 7 * n].reshape(packed.shape[0], n, 7)
     pivots = packed[:, 7 * n : 8 * n]
-    ok = jnp.all(jnp.isfinite(pivots) & (pivots > 0), axis=1)
+    # positive, and not vanishing against the link's largest (1e-7: D singular to rounding,
+    # e.g. a rotation vector at |φ| = 2π, where D has eigenvalues of 1e-35 beside 1e-2)
+    largest = jnp.max(pivots, axis=1, keepdims=True, initial=0.0)
+    ok = jnp.all(jnp.isfinite(pivots) & (pivots > 0) & (pivots > 1e-7 * largest), axis=1)
     return sol[:, :, :6], sol[:, :, 6], ok, packed[:, 8 * n] > 0
 
 
@@ -271,7 +274,7 @@ def _check(robot: Robot, qdd: Array, ok: Array, finite: Array) -> Array:
             f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not "
             f"positive definite ({coordinate} or another coordinate of the link): nothing in "
             "the model moves with it (e.g. a map through stop_gradient or that ignores q, a "
-            "massless body).",
+            "massless body, a rotation vector at |φ| = 2π: simulate re-charts it).",
             f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not finite "
             f"({coordinate} or another coordinate of the link).{NON_FINITE_HINT}",
         )

@@ -137,3 +137,14 @@ def test_a_start_at_the_chart_singularity_is_recharted_and_named():
         )
         np.testing.assert_allclose(e1, e0, rtol=1e-12)
         assert np.all(np.isfinite(np.asarray(traj.q)))
+
+
+def test_a_free_base_at_the_chart_singularity_is_named_by_the_articulated_solve():
+    # six coordinates: the articulated solve, whose D_0 had pivots of 1e-18 beside 0.1
+    body = sr.RigidBody(1.0, (0.0, 0.0, 0.1), np.diag([0.01, 0.012, 0.005]))
+    robot = sr.Robot([sr.Link(joints.Free(), body)], gravity=(0.0, 0.0, -9.81))
+    q = jnp.zeros(6).at[3].set(2 * np.pi)
+    with pytest.raises(ValueError, match=r"articulated inertia D_0 of link 0 is not positive"):
+        sr.forward_dynamics(robot, q, jnp.full(6, 0.3), jnp.zeros(6), solver="articulated")
+    traj = sr.simulate(robot, q, jnp.full(6, 0.3), 0.01, 0.001, solver="articulated")
+    assert np.all(np.isfinite(np.asarray(traj.q)))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import softrigid as sr
+from softrigid import joints, quadrature
 from softrigid import kinematics as km
-from softrigid import quadrature
 from softrigid.kinematics import lvp
 
 VOLUME = quadrature.cylinder(0.04, 0.3, 3, 2, 3)
@@ -325,3 +325,19 @@ def test_capabilities_are_declared(case):
     if not rod:
         with pytest.raises(NotImplementedError, match=f"{name} .*has_backbone is False"):
             kin.backbone(jnp.zeros(2), q)
+
+
+def test_traced_lengths_are_checked_and_a_basis_spans_its_rod():
+    # a length traced inside jit was never checked (a negative one computed silently)
+    volume = quadrature.cylinder(0.02, 0.1, n_axial=3, n_radial=2)
+
+    def mass(length):
+        body = sr.SoftBody(km.ConstantCurvature3D(length), volume, 1000.0)
+        return sr.mass_matrix(sr.Robot([sr.Link(joints.Fixed(), body)]), jnp.full(3, 0.3))
+
+    np.testing.assert_allclose(jax.jit(mass)(0.1), mass(0.1), rtol=1e-13)
+    with pytest.raises(Exception, match="ConstantCurvature3D: length must be finite and positive"):
+        jax.block_until_ready(jax.jit(mass)(-0.1))
+    # a basis laid out over twice the rod: its second piece was never reached (M singular)
+    with pytest.raises(ValueError, match="basis PiecewiseConstant spans length 0.2, the rod 0.1"):
+        km.Cosserat(0.1, km.PiecewiseConstant(0.2, 2, strains=("bend",)))

@@ -11,7 +11,7 @@ import numpy as np
 from jax import Array
 
 from .._checks import as_count, as_vector
-from .._module import module, static
+from .._module import is_concrete, module, static
 from ._base import trace_user
 from ._bases import StrainBasis, as_basis
 from ._rod import GAUSS2, Rod, check_length, zanna_step
@@ -83,7 +83,9 @@ class Cosserat(Rod):
     ) -> None:
         n_steps = as_count("Cosserat: n_steps", n_steps)
         basis = as_basis(basis)
-        object.__setattr__(self, "length", check_length("Cosserat", length))
+        length = check_length("Cosserat", length)
+        _check_basis_length(length, basis)
+        object.__setattr__(self, "length", length)
         object.__setattr__(self, "basis", basis)
         if callable(rest_strain):
             name = getattr(rest_strain, "__name__", repr(rest_strain))
@@ -147,3 +149,17 @@ class Cosserat(Rod):
         """`g(L)`: the last grid node of the backbone, exact."""
         _, rots, rs = self.nodes(q)
         return rots[-1], rs[-1]
+
+
+def _check_basis_length(length: Array, basis: Any) -> None:
+    """A `ValueError` where a built-in basis spans another length than the rod (concrete
+    lengths): its pieces or polynomials would be laid out over `[0, L_basis]`, and the part
+    beyond the rod never reached."""
+    own = getattr(basis, "length", None)
+    if own is None or not (is_concrete(length) and is_concrete(own)):
+        return
+    if not np.isclose(float(own), float(length), rtol=1e-12, atol=0.0):
+        raise ValueError(
+            f"Cosserat: the basis {type(basis).__name__} spans length {float(own):g}, the rod "
+            f"{float(length):g}: build the basis with the rod's length"
+        )

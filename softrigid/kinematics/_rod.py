@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .._checks import traced_check
 from .._math import rigid_exp
 from ..quadrature._gauss import gauss_legendre
 from ._base import Kinematics
@@ -23,14 +24,16 @@ GAUSS2 = tuple(gauss_legendre(2)[0])
 
 
 def check_length(cls: str, length: object) -> Array:
-    """A scalar length, finite and positive when concrete."""
+    """A scalar length, finite and positive: checked now when concrete, by a run-time check
+    where it is used when traced (a model built inside `jit`)."""
     arr = jnp.asarray(length, dtype=float)
     if arr.shape != ():
         raise ValueError(f"{cls}: length must be a scalar, got shape {arr.shape}")
     try:
         value = float(arr)
-    except Exception:  # a tracer: checked where concrete
-        return arr
+    except Exception:  # a tracer: a run-time check where the length is used
+        bad = ~(jnp.isfinite(arr) & (arr > 0))
+        return traced_check(arr, bad, f"{cls}: length must be finite and positive")
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{cls}: length must be finite and positive, got {value}")
     return arr

@@ -26,7 +26,7 @@ from ._checks import as_index, check_index
 from ._model import Robot
 from ._module import is_concrete, module, static
 from ._tendon import INSIDE_TOL, Tendon, soft_body
-from .kinematics._base import trace_user
+from .kinematics._base import check_real_scalar, real_result, trace_user
 from .materials import deformation_gradient
 from .quadrature._geometry import has_geometry, region_outside
 from .quadrature._rule import QuadratureRule
@@ -114,7 +114,7 @@ class PressureChamber(Actuator):
         """`V_c(q)` (scalar)."""
         qb = q[robot.body_slice(self.link)]
         if self.volume is not None:
-            return self.volume(qb)
+            return real_result(self.volume(qb), q.dtype)
         body = robot.links[self.link].body
         # V_c = Σ_k w_k det F(x_k, q_B)
         f = deformation_gradient(body, qb, self.region.points)
@@ -148,3 +148,4 @@ class PressureChamber(Actuator):
                     f"PressureChamber: volume(q_B) must return a scalar for q_B ({body.n_q},), "
                     f"got {getattr(out, 'shape', type(out).__name__)}"
                 )
+            check_real_scalar("PressureChamber: volume(q_B)", out)

@@ -512,6 +512,15 @@ def test_user_energy():
 def test_user_laws_shape_errors():
     with pytest.raises(ValueError, match="must return a scalar"):
         StrainEnergy(lambda F: F)
+    # an integer or complex energy is named; a constant Python number (no energy) is one
+    with pytest.raises(TypeError, match="W '<lambda>' must return a real floating-point value"):
+        StrainEnergy(lambda F: jnp.round(F).astype(int).sum())
+    with pytest.raises(TypeError, match="potential '<lambda>' must return a real floating-point"):
+        soft(general, Energy(lambda q: jnp.sum(q) + 0j), n_q=3)
+    q = jnp.array([0.4, 0.3, -0.2])
+    for law in (StrainEnergy(lambda F: 0), Energy(lambda q: 0, lambda q, qd: 0)):
+        body = soft(general, law, n_q=3)  # was "grad requires real-valued outputs ... int64"
+        np.testing.assert_array_equal(body_force(body, q), 0.0)
     with pytest.raises(ValueError, match="potential 'bad' must return a scalar"):
 
         def bad(q):

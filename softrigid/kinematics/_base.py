@@ -71,6 +71,23 @@ def user_array(what: str, value: Any) -> Any:
     return value
 
 
+def check_real_scalar(what: str, out: Any) -> None:
+    """A `TypeError` naming `what` where a user function's traced scalar result (`jax.eval_shape`)
+    is complex, or integer or boolean other than a Python number (a constant, e.g. an energy
+    `0`, which `real_result` converts)."""
+    dtype = out.dtype
+    constant = getattr(out, "weak_type", False) and not jnp.issubdtype(dtype, jnp.complexfloating)
+    if not (jnp.issubdtype(dtype, jnp.floating) or constant):
+        raise TypeError(f"{what} must return a real floating-point value, got dtype {dtype}")
+
+
+def real_result(value: Any, dtype: Any) -> Array:
+    """A user function's result as a floating array: a Python number (a constant) becomes
+    `dtype`; floating results are kept."""
+    arr = jnp.asarray(value)
+    return arr if jnp.issubdtype(arr.dtype, jnp.floating) else arr.astype(dtype)
+
+
 class Kinematics(abc.ABC):
     """Abstract body map `f(x, q)`. Subclasses are `@module` pytrees with a static `n_q`.
 

@@ -16,7 +16,7 @@ from jax import Array
 
 from .._checks import as_scalar, copy_params
 from .._module import is_concrete, module, static
-from ..kinematics._base import trace_user
+from ..kinematics._base import check_real_scalar, real_result, trace_user
 from ._base import Material, check_eta
 from ._gradient import (
     deformation_gradient,
@@ -290,15 +290,19 @@ class StrainEnergy(_Solid):
         object.__setattr__(self, "params", copy_params(params))
         f = jax.ShapeDtypeStruct((3, 3), jnp.dtype(float))
         name = getattr(W, "__name__", repr(W))
-        out = trace_user(f"StrainEnergy W {name!r}", "F", self.density, f)
+        out = trace_user(f"StrainEnergy W {name!r}", "F", self._raw, f)
         if getattr(out, "shape", None) != ():
             raise ValueError(
                 f"StrainEnergy: W {name!r} must return a scalar for F (3, 3), "
                 f"got {getattr(out, 'shape', type(out).__name__)}"
             )
+        check_real_scalar(f"StrainEnergy: W {name!r}", out)
+
+    def _raw(self, F: Array) -> Any:
+        return self.W(F) if self.params is None else self.W(F, self.params)
 
     def density(self, F: Array) -> Array:
-        return self.W(F) if self.params is None else self.W(F, self.params)
+        return real_result(self._raw(F), F.dtype)
 
     def small_strain(self, E: Array) -> Array:
         # d²/dt² W(I + t E) at t = 0
@@ -343,12 +347,12 @@ class Energy(Material):
         return xs if self.params is None else (*xs, self.params)
 
     def energy(self, body: SoftBody, q: Array) -> Array:
-        return self.potential(*self._args(q))
+        return real_result(self.potential(*self._args(q)), q.dtype)
 
     def dissipation(self, body: SoftBody, q: Array, qd: Array) -> Array:
         if self.rayleigh is None:
             return jnp.zeros((), q.dtype)
-        return self.rayleigh(*self._args(q, qd))
+        return real_result(self.rayleigh(*self._args(q, qd)), q.dtype)
 
     def validate(self, body: SoftBody) -> None:
         q = jax.ShapeDtypeStruct((body.n_q,), jnp.dtype(float))
@@ -368,3 +372,4 @@ class Energy(Material):
                     f"Energy: {label} {name!r} must return a scalar for q ({body.n_q},), "
                     f"got {getattr(out, 'shape', type(out).__name__)}"
                 )
+            check_real_scalar(f"Energy: {label} {name!r}", out)

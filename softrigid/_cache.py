@@ -394,6 +394,10 @@ def enable_compilation_cache(
     if not min_compile_time_s >= 0.0:
         raise ValueError(f"min_compile_time_s must be non-negative, got {min_compile_time_s}")
     default = os.environ.get(_ENVIRONMENT) or Path.home() / ".cache" / "softrigid" / "jax"
+    if directory is not None and not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(f"directory must be a path, got {type(directory).__name__}")
+    if directory is not None and not str(directory).strip():
+        raise ValueError("directory must not be empty (None: the default folder)")
     path = Path(default if directory is None else directory).expanduser()
     try:
         path.mkdir(parents=True, exist_ok=True)

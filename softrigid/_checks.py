@@ -252,6 +252,15 @@ def as_count(name: str, value: Any, minimum: int = 1) -> int:
 def as_index(name: str, value: Any) -> int:
     """A non-negative integer index (a link index given before the robot is known): a
     `TypeError` for a non-integer, a `ValueError` for a negative one."""
+    if getattr(value, "shape", None) == () and not isinstance(value, (int, np.integer)):
+        # a 0-d integer array (NumPy or a concrete JAX array) is an index too
+        dtype = getattr(value, "dtype", None)
+        if (
+            dtype is not None
+            and np.issubdtype(dtype, np.integer)
+            and not isinstance(value, jax.core.Tracer)
+        ):
+            value = int(value)
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
         raise TypeError(f"{name} must be a non-negative integer index, got {value!r}")
     if value < 0:

@@ -9,7 +9,7 @@ import numpy as np
 from jax import Array
 
 from ._body import Body, MassMoments, VelocityMoments
-from ._checks import as_placement, as_scalar, as_vector, check_density, raise_if
+from ._checks import as_float, as_placement, as_scalar, as_vector, check_density, raise_if
 from ._module import is_concrete, module, static
 from .quadrature._rule import QuadratureRule
 
@@ -80,7 +80,7 @@ class RigidBody(Body):
         object.__setattr__(self, "n_q", 0)
         object.__setattr__(self, "mass", as_scalar("RigidBody: mass", mass, positive=True))
         object.__setattr__(self, "com", as_vector("RigidBody: com", com, 3))
-        inertia = jnp.asarray(inertia, dtype=float)
+        inertia = as_float(inertia, "RigidBody: inertia")
         if inertia.shape != (3, 3):
             raise ValueError(f"RigidBody: inertia must have shape (3, 3), got {inertia.shape}")
         object.__setattr__(self, "inertia", _check_inertia(inertia))

@@ -370,6 +370,11 @@ def test_enable_compilation_cache_refuses_bad_arguments(tmp_path):
         sr.enable_compilation_cache(tmp_path, min_compile_time_s=-1.0)
     with pytest.raises(TypeError, match="min_compile_time_s must be a number"):
         sr.enable_compilation_cache(tmp_path, min_compile_time_s="1")
+    # '' was the current folder, silently; 3 a bare pathlib error
+    with pytest.raises(ValueError, match="directory must not be empty"):
+        sr.enable_compilation_cache("")
+    with pytest.raises(TypeError, match="directory must be a path, got int"):
+        sr.enable_compilation_cache(3)
 
 
 _FAST = """

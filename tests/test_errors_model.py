@@ -13,7 +13,8 @@ import pytest
 
 import softrigid as sr
 from softrigid import joints, kinematics, quadrature
-from softrigid.actuators import Tendon
+from softrigid.actuators import JointMotor, Tendon
+from softrigid.kinematics import lvp
 from softrigid.materials import CosseratRod
 
 L = 0.2
@@ -50,6 +51,21 @@ CONSTRUCTION = {
         "links must be a sequence",
     ),
     "robot of a string": (lambda: sr.Robot("arm"), TypeError, "links must be a sequence"),
+    "NaN mode coefficient": (
+        lambda: lvp.Polynomial([[0.0, np.nan]], 0.1),
+        ValueError,
+        "Polynomial: coefficients must be finite",
+    ),
+    "fractional coordinate position": (
+        lambda: lvp.compose(lvp.Twist(lvp.Polynomial([[0.0, 1.0]], 0.1)), coordinates=[[0.5]]),
+        TypeError,
+        r"compose: coordinates\[0\] must be a sequence of integers",
+    ),
+    "complex inertia": (
+        lambda: sr.RigidBody(1.0, (0, 0, 0), np.eye(3) + 1e-5j),
+        TypeError,
+        "RigidBody: inertia must be real numbers",
+    ),
     "soft body on a rule of no nodes": (
         lambda: sr.SoftBody(
             kinematics.PlanarConstantCurvature(0.4),
@@ -299,3 +315,16 @@ def test_simulate_divergence_is_reported_under_jit_and_vmap(pendulum):
         jax.block_until_ready(jax.jit(run)(jnp.zeros(1)))
     with pytest.raises(Exception, match="simulate: the state became non-finite"):
         jax.block_until_ready(jax.vmap(run)(jnp.zeros((2, 1))))
+
+
+def test_zero_dimensional_integer_arrays_are_link_indices():
+    # np.array(1), jnp.int32(0): refused as "not an integer index" while np.int64 passed
+    robot = sr.Robot(
+        [sr.Link(joints.Revolute((0, 1, 0)), _rigid())] * 2,
+        actuators=[JointMotor(np.array(1)), JointMotor(jnp.int32(0))],
+    )
+    assert robot.n_u == 2
+    points = sr.world_points(robot, jnp.zeros(2), jnp.array(1), jnp.zeros((1, 3)))
+    np.testing.assert_allclose(points, sr.world_points(robot, jnp.zeros(2), 1, jnp.zeros((1, 3))))
+    with pytest.raises(TypeError, match="link must be a non-negative integer index"):
+        JointMotor(np.array(1.5))

@@ -143,7 +143,7 @@ def compose(
             index.append(tuple(range(start, start + prim.n_q)))
             start += prim.n_q
     else:
-        index = [tuple(int(i) for i in idx) for idx in coordinates]
+        index = [_positions(p, idx) for p, idx in enumerate(coordinates)]
         if len(index) != len(primitives):
             raise ValueError(
                 f"compose: coordinates has {len(index)} entries for {len(primitives)} primitives"
@@ -172,3 +172,12 @@ def compose(
     if length is not None:
         length = check_length("compose", length)
     return Composite(tuple(flat), tuple(flat_index), n_q, length)
+
+
+def _positions(p: int, idx: Any) -> tuple[int, ...]:
+    """Primitive `p`'s coordinate positions: integers (a `TypeError` for others, which `int`
+    would truncate)."""
+    arr = np.asarray(idx)
+    if arr.ndim != 1 or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"compose: coordinates[{p}] must be a sequence of integers, got {idx!r}")
+    return tuple(int(i) for i in arr)

@@ -8,10 +8,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from ..._checks import as_count
-from ..._module import module, static
+from ..._module import is_concrete, module, static
 from ...quadrature._gauss import gauss_legendre
 from .._base import trace_user
 from .._rod import check_length
@@ -71,6 +72,8 @@ class Polynomial(Modes):
             raise ValueError(
                 f"Polynomial: coefficients must have shape (n_modes, degree + 1), got {c.shape}"
             )
+        if is_concrete(c) and not np.all(np.isfinite(np.asarray(c))):
+            raise ValueError(f"Polynomial: coefficients must be finite, got {np.asarray(c)}")
         object.__setattr__(self, "coefficients", c)
         object.__setattr__(self, "length", check_length("Polynomial", length))
         object.__setattr__(self, "n", int(c.shape[0]))

@@ -89,7 +89,8 @@ def as_float(value: Any, name: str = "value") -> Array:
     """A float JAX array; concrete values are converted in NumPy (no JAX dispatch, so building a
     model compiles nothing), traced ones with `jax.numpy`. Strings, complex numbers and objects
     are refused with a `TypeError` naming `name`."""
-    if isinstance(value, (str, bytes)) or np.iscomplexobj(value):
+    if value is None or isinstance(value, (str, bytes)) or np.iscomplexobj(value):
+        # (NumPy reads None as NaN: "must be finite, got nan" named the wrong fault)
         raise TypeError(f"{name} must be real numbers, got {value!r}")
     try:
         if is_concrete(value):

@@ -61,6 +61,11 @@ CONSTRUCTION = {
         TypeError,
         r"compose: coordinates\[0\] must be a sequence of integers",
     ),
+    "None for a number": (
+        lambda: joints.Helical((0.0, 0.0, 1.0), None),
+        TypeError,
+        "Helical: pitch must be real numbers, got None",
+    ),
     "complex inertia": (
         lambda: sr.RigidBody(1.0, (0, 0, 0), np.eye(3) + 1e-5j),
         TypeError,

@@ -8,8 +8,9 @@ that did not converge) or a non-finite state into an error naming its time: a `V
 eager call, a run-time error (`softrigid._fault.fault_if`) under the user's `jit`/`vmap`.
 
 At the start and after every fixed step, joints with a singular chart (the rotation vectors of
-`Spherical` and `Free`) are re-charted (`softrigid._charts`): `|φ| > π` becomes the equivalent `φ (1 − 2π/|φ|)`
-with its rates mapped by the chart change, so a tumbling body never reaches `|φ| = 2π`.
+`Spherical` and `Free`) are re-charted (`softrigid._charts`): `|φ| > π` becomes the equivalent
+`φ (1 − 2π/|φ|)` with its rates mapped by the chart change, so a tumbling body never reaches
+`|φ| = 2π`.
 Equality constraints (`softrigid.constraints`) enter the explicit schemes' accelerations by
 the Udwadia–Kalaba equation.
 """

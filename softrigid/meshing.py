@@ -310,21 +310,22 @@ def extrude(
     return meshio.Mesh(pts, [("tetra", cells)])
 
 
+def _default_size(where: str, what: str, elements: int) -> None:
+    if elements > MAX_DEFAULT_ELEMENTS:
+        raise ValueError(
+            f"{where}: the default resolution ({what}) gives {elements:.3g} elements, above "
+            f"{MAX_DEFAULT_ELEMENTS:.0e}; pass n_axial and n_angular to choose the mesh"
+        )
+
+
 def _layers(
     where: str, length: float, n_axial: int | None, h: float, n_triangles: int
 ) -> np.ndarray:
     """`n_axial + 1` levels on `[0, length]`; by default layers of height about `h`, refused
-    when they would give more than `MAX_DEFAULT_ELEMENTS` elements (a slender body meshed
-    at its section's resolution: name `n_axial` to have them)."""
+    above `MAX_DEFAULT_ELEMENTS` elements (name `n_axial` to have them)."""
     if n_axial is None:
         n_axial = max(1, math.ceil(length / h - 1e-9))
-        if 3 * n_triangles * n_axial > MAX_DEFAULT_ELEMENTS:
-            raise ValueError(
-                f"{where}: the default resolution (n_axial = {n_axial} layers of "
-                f"{n_triangles} section triangles) gives {3 * n_triangles * n_axial:.3g} "
-                f"elements, above {MAX_DEFAULT_ELEMENTS:.0e}; pass n_axial (and n_angular) "
-                "to choose the mesh"
-            )
+        _default_size(where, f"n_axial = {n_axial} layers", 3 * n_triangles * n_axial)
     return np.linspace(0.0, length, as_count(f"{where}: n_axial", n_axial) + 1)
 
 
@@ -383,12 +384,8 @@ def tube(
     h = (outer - inner) / n_radial
     if n_angular is None:
         n_angular = max(6, math.ceil(2.0 * math.pi * outer / h))
-        if 6 * n_radial * n_angular > MAX_DEFAULT_ELEMENTS:  # a wall thin against its radius
-            raise ValueError(
-                f"tube: the default resolution (n_angular = {n_angular} sides, n_radial = "
-                f"{n_radial} rings) gives more than {MAX_DEFAULT_ELEMENTS:.0e} elements per "
-                "layer; pass n_angular and n_axial to choose the mesh"
-            )
+        # a wall thin against its radius: 6 n_radial n_angular elements per layer
+        _default_size("tube", f"n_angular = {n_angular} sides", 6 * n_radial * n_angular)
     n_angular = as_count("tube: n_angular", n_angular, 3)
     pts, tri, _ = disk_section(np.linspace(inner, outer, n_radial + 1), n_angular)
     return extrude(pts, tri, _layers("tube", length, n_axial, h, len(tri)))

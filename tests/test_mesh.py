@@ -224,7 +224,9 @@ def test_slender_meshes_and_default_resolution_limits():
     # 1e-12 m radius asked for 21.8 TiB; a tube of a thin wall built ~1e8 elements)
     with pytest.raises(ValueError, match=r"cylinder: the default resolution .* pass n_axial"):
         meshing.cylinder(1e-12, 1.0)
-    with pytest.raises(ValueError, match=r"tube: the default resolution .* pass n_angular"):
+    with pytest.raises(
+        ValueError, match=r"tube: the default resolution .* pass n_axial and n_angular"
+    ):
         meshing.tube(1.0 - 1e-12, 1.0, 1.0)
 
 

@@ -269,6 +269,15 @@ def as_index(name: str, value: Any) -> int:
     return int(value)
 
 
+def as_indices(name: str, value: Any) -> tuple[int, ...]:
+    """A sequence of integer indices (a list, a tuple or a 1-d integer array) as a tuple: a
+    `TypeError` for anything else, where `int` would truncate a fraction (1.9 → 1)."""
+    arr = np.asarray(0.0) if isinstance(value, str) else np.asarray(value)
+    if arr.ndim != 1 or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{name} must be a sequence of integer indices, got {value!r}")
+    return tuple(int(i) for i in arr)
+
+
 def check_index(name: str, value: Any, size: int) -> int:
     """An index in `[0, size)` (the link-index validator once the robot is known): `as_index`,
     then a `ValueError` at or past `size`."""

@@ -89,10 +89,14 @@ def trial_evaluations() -> Iterator[None]:
 STATE_NAMES = ("q", "qd", "qdd", "nu")
 
 
-def check_robot(robot: Any) -> Robot:
-    """`robot` if it is a `softrigid.Robot`, else a `TypeError`."""
+def check_robot(robot: Any, where: str | None = None) -> Robot:
+    """`robot` if it is a `softrigid.Robot`, else a `TypeError` (naming `where`, the function
+    or object that takes it, when given)."""
     if not isinstance(robot, Robot):
-        raise TypeError(f"expected a softrigid.Robot as first argument, got {type(robot).__name__}")
+        got = type(robot).__name__
+        if where is not None:
+            raise TypeError(f"{where}: robot must be a softrigid.Robot, got {got}")
+        raise TypeError(f"expected a softrigid.Robot as first argument, got {got}")
     return robot
 
 

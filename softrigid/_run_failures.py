@@ -50,14 +50,8 @@ def check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Arr
         + " (t = step × dt)"
         for a, b in itertools.pairwise(edges)
     ]
-    msgs = tuple(
-        f"{PREFIX}simulate: the state became non-finite {s}; reduce dt, use an implicit method, "
-        "or check the model and the controller"
-        for s in spans
-    ) + tuple(
-        f"{PREFIX}simulate: the Newton iteration of method {method!r} did not converge {s}; "
-        "reduce dt or raise max_iter"
-        for s in spans
+    msgs = tuple(PREFIX + _diverged(s) for s in spans) + tuple(
+        PREFIX + _not_converged(method, s) for s in spans
     )
     first = jnp.argmax(bad)
     window = jnp.searchsorted(jnp.asarray(edges[1:]), first + 1)
@@ -127,13 +121,23 @@ def raise_failed_step(loop: tuple, traj: Any, ok: Array, dt: float, scheme: Any)
     context = f", the start of step {k} (where the run failed; no smaller dt helps)"
     check_accelerations("simulate", loop[0], start, q[k - 1], qd[k - 1], qdd, u, context)
     if not converged[k]:
-        raise ValueError(
-            f"simulate: the Newton iteration of method {scheme.name!r} did not converge "
-            f"in the step from t = {start:.6g} s to t = {k * dt:.6g} s "
-            f"(step {k}, max_iter = {scheme.max_iter}, tol = {scheme.tol:g}); "
-            "reduce dt or raise max_iter"
+        when = (
+            f"in the step from t = {start:.6g} s to t = {k * dt:.6g} s (step {k}, max_iter = "
+            f"{scheme.max_iter}, tol = {scheme.tol:g})"
         )
-    raise ValueError(
-        f"simulate: the state became non-finite at t = {k * dt:.6g} s (step {k}); "
-        "reduce dt, use an implicit method, or check the model and the controller"
+        raise ValueError(_not_converged(scheme.name, when))
+    raise ValueError(_diverged(f"at t = {k * dt:.6g} s (step {k})"))
+
+
+def _diverged(when: str) -> str:
+    return (
+        f"simulate: the state became non-finite {when}; reduce dt, use an implicit method, or "
+        "check the model and the controller"
+    )
+
+
+def _not_converged(method: str, when: str) -> str:
+    return (
+        f"simulate: the Newton iteration of method {method!r} did not converge {when}; reduce dt "
+        "or raise max_iter"
     )

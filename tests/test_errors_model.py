@@ -59,7 +59,7 @@ CONSTRUCTION = {
     "fractional coordinate position": (
         lambda: lvp.compose(lvp.Twist(lvp.Polynomial([[0.0, 1.0]], 0.1)), coordinates=[[0.5]]),
         TypeError,
-        r"compose: coordinates\[0\] must be a sequence of integers",
+        r"compose: coordinates\[0\] must be a sequence of integer indices",
     ),
     "None for a number": (
         lambda: joints.Helical((0.0, 0.0, 1.0), None),

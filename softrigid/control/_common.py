@@ -12,19 +12,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .._checks import raise_if
+from .._checks import as_indices, raise_if
 from .._entry import PREFIX
 from .._model import Robot
 
 # A matrix is singular for the control laws when κ_F = ‖a‖_F ‖a⁻¹‖_F ≥ _COND_MAX.
 _COND_MAX = 1e10
-
-
-def _robot(where: str, robot: Any) -> Robot:
-    """`robot` if it is a `softrigid.Robot`, else a `TypeError` naming the law."""
-    if not isinstance(robot, Robot):
-        raise TypeError(f"{where}: robot must be a softrigid.Robot, got {type(robot).__name__}")
-    return robot
 
 
 def _gain(where: str, value: Any, k: int) -> Array:
@@ -42,10 +35,7 @@ def _apply(gain: Array, e: Array) -> Array:
 def _indices(where: str, value: Sequence[int] | None) -> tuple[int, ...] | None:
     if value is None:
         return None
-    arr = np.asarray(value) if not isinstance(value, str) else np.asarray(0.0)
-    if arr.ndim != 1 or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)):
-        raise TypeError(f"{where} must be a sequence of integer indices, got {value!r}")
-    idx = tuple(int(i) for i in arr)
+    idx = as_indices(where, value)
     if not idx or len(set(idx)) != len(idx) or min(idx) < 0:
         raise ValueError(f"{where} must be distinct non-negative indices, got {value}")
     return idx

@@ -14,6 +14,7 @@ from jax import Array
 
 from .._controller import Controller, concrete_times, held_switch_times
 from .._dynamics import DynamicsTerms, _nu
+from .._entry import check_robot
 from .._model import Robot
 from .._module import is_concrete, module, static
 from ._common import (
@@ -24,7 +25,6 @@ from ._common import (
     _gain,
     _indices,
     _place,
-    _robot,
     _select,
 )
 from ._references import Reference, _Function, _reference
@@ -148,7 +148,7 @@ class CompensatedPD(Controller):
         inputs: Sequence[int] | None = None,
         pseudo_inverse: bool = False,
     ) -> None:
-        robot = _robot("CompensatedPD", robot)
+        robot = check_robot(robot, "CompensatedPD")
         coordinates = _indices("CompensatedPD: coordinates", coordinates)
         k = robot.n_q if coordinates is None else len(coordinates)
         if coordinates is not None and max(coordinates) >= robot.n_q:

@@ -22,7 +22,7 @@ from .._model import Robot
 from .._module import module, static
 from ..actuators import JointMotor, PressureChamber, Tendon
 from ..kinematics._base import user_array
-from ._common import _apply, _check_conditioned, _driven, _gain, _place, _robot, _select
+from ._common import _apply, _check_conditioned, _driven, _gain, _place, _select
 from ._references import Reference, _reference
 
 __all__ = ["CollocatedPFBL", "actuation_coordinates"]
@@ -189,7 +189,7 @@ class CollocatedPFBL(Controller):
         output: Callable[[Robot, Array], Array] = actuation_coordinates,
         inputs: Sequence[int] | None = None,
     ) -> None:
-        robot = _robot("CollocatedPFBL", robot)
+        robot = check_robot(robot, "CollocatedPFBL")
         inputs, m = _driven("CollocatedPFBL", inputs, robot)
         if m > robot.n_q:
             raise ValueError(f"CollocatedPFBL: more driven inputs ({m}) than coordinates")

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ..._checks import as_indices
 from ..._module import is_concrete, module, rounding_tolerance, static
 from .._rod import check_length
 from ._primitives import Primitive, Shear, Source, Stretch, Twist
@@ -143,7 +144,7 @@ def compose(
             index.append(tuple(range(start, start + prim.n_q)))
             start += prim.n_q
     else:
-        index = [_positions(p, idx) for p, idx in enumerate(coordinates)]
+        index = [as_indices(f"compose: coordinates[{p}]", idx) for p, idx in enumerate(coordinates)]
         if len(index) != len(primitives):
             raise ValueError(
                 f"compose: coordinates has {len(index)} entries for {len(primitives)} primitives"
@@ -172,12 +173,3 @@ def compose(
     if length is not None:
         length = check_length("compose", length)
     return Composite(tuple(flat), tuple(flat_index), n_q, length)
-
-
-def _positions(p: int, idx: Any) -> tuple[int, ...]:
-    """Primitive `p`'s coordinate positions: integers (a `TypeError` for others, which `int`
-    would truncate)."""
-    arr = np.asarray(idx)
-    if arr.ndim != 1 or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)):
-        raise TypeError(f"compose: coordinates[{p}] must be a sequence of integers, got {idx!r}")
-    return tuple(int(i) for i in arr)

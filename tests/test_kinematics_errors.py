@@ -341,3 +341,42 @@ def test_traced_lengths_are_checked_and_a_basis_spans_its_rod():
     # a basis laid out over twice the rod: its second piece was never reached (M singular)
     with pytest.raises(ValueError, match="basis PiecewiseConstant spans length 0.2, the rod 0.1"):
         km.Cosserat(0.1, km.PiecewiseConstant(0.2, 2, strains=("bend",)))
+
+
+# --------------------------------------------------------------------------------------------
+# A map called directly checks its arguments' shapes (JAX would clamp the indices of a short
+# q and ignore the rest of a long one)
+
+DIRECT = {
+    "planar_cc": km.PlanarConstantCurvature(0.3),
+    "cosserat": km.Cosserat(0.3, km.PiecewiseConstant(0.3, 2, ("bend", "axial"))),
+    "helicoid": lvp.helicoid_segment(0.1),
+    "function": km.FunctionKinematics(lambda x, q: x + q[0], 1),
+}
+
+
+@pytest.mark.parametrize("case", DIRECT)
+def test_direct_calls_check_shapes(case):
+    kin = DIRECT[case]
+    x, q = jnp.array([0.0, 0.0, 0.05]), jnp.zeros(kin.n_q)
+    assert kin(x, q).shape == (3,)
+    for bad in (jnp.zeros(kin.n_q + 2), jnp.zeros((kin.n_q, 1))):
+        with pytest.raises(ValueError, match=rf"q must have shape \({kin.n_q},\)"):
+            kin(x, bad)
+        with pytest.raises(ValueError, match=rf"map_points: q must have shape \({kin.n_q},\)"):
+            kin.map_points(x[None], bad)
+    with pytest.raises(ValueError, match=r"x must be one material point of shape \(3,\)"):
+        kin(x[:2], q)
+    with pytest.raises(ValueError, match=r"points must have shape \(K, 3\)"):
+        kin.map_points(x, q)
+    # under jit the check is made at trace time
+    with pytest.raises(ValueError, match="q must have shape"):
+        jax.jit(kin.map_points)(x[None], jnp.zeros(kin.n_q + 1))
+    if kin.exact_distal:
+        with pytest.raises(ValueError, match=r"distal_pose: q must have shape"):
+            kin.distal_pose(jnp.zeros(kin.n_q + 1))
+    if kin.has_backbone:
+        with pytest.raises(ValueError, match=r"backbone: q must have shape"):
+            kin.backbone(jnp.zeros(2), jnp.zeros(kin.n_q + 1))
+        with pytest.raises(ValueError, match=r"backbone: x3 must have shape \(R,\)"):
+            kin.backbone(jnp.zeros(()), q)

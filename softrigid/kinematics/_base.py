@@ -9,6 +9,7 @@ wrapped in `FunctionKinematics`. JAX differentiates the map: no derivative is wr
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -88,8 +89,87 @@ def real_result(value: Any, dtype: Any) -> Array:
     return arr if jnp.issubdtype(arr.dtype, jnp.floating) else arr.astype(dtype)
 
 
+def _kinematics_name(kin: Any) -> str:
+    return getattr(kin, "name", "") or type(kin).__name__
+
+
+def _check_q(kin: Any, method: str, q: Any) -> None:
+    """A `ValueError` naming the map where `q` is not `(n_q,)` (JAX would clamp or drop
+    out-of-range coordinate indices silently)."""
+    shape = jnp.shape(q)
+    if shape != (kin.n_q,):
+        raise ValueError(
+            f"{_kinematics_name(kin)}.{method}: q must have shape ({kin.n_q},) (its n_q "
+            f"coordinates), got {shape}"
+        )
+
+
+def _checked_call(fn: Callable[..., Array]) -> Callable[..., Array]:
+    @functools.wraps(fn)
+    def call(self: Any, x: Array, q: Array) -> Array:
+        if jnp.shape(x) != (3,):
+            raise ValueError(
+                f"{_kinematics_name(self)}: x must be one material point of shape (3,), got "
+                f"{jnp.shape(x)} (map_points takes (K, 3))"
+            )
+        _check_q(self, "__call__", q)
+        return fn(self, x, q)
+
+    return call
+
+
+def _checked_map_points(fn: Callable[..., Array]) -> Callable[..., Array]:
+    @functools.wraps(fn)
+    def map_points(self: Any, points: Array, q: Array, n_axial: int | None = None) -> Array:
+        shape = jnp.shape(points)
+        if len(shape) != 2 or shape[1] != 3:
+            raise ValueError(
+                f"{_kinematics_name(self)}.map_points: points must have shape (K, 3), got {shape}"
+            )
+        _check_q(self, "map_points", q)
+        return fn(self, points, q, n_axial)
+
+    return map_points
+
+
+def _checked_backbone(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def backbone(self: Any, x3: Array, q: Array) -> Any:
+        if jnp.ndim(x3) != 1:
+            raise ValueError(
+                f"{_kinematics_name(self)}.backbone: x3 must have shape (R,), got {jnp.shape(x3)}"
+            )
+        _check_q(self, "backbone", q)
+        return fn(self, x3, q)
+
+    return backbone
+
+
+def _checked_distal_pose(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def distal_pose(self: Any, q: Array) -> Any:
+        _check_q(self, "distal_pose", q)
+        return fn(self, q)
+
+    return distal_pose
+
+
+# the public methods of a map, each wrapped where a class defines it (`__init_subclass__`)
+_ARGUMENT_CHECKS = {
+    "__call__": _checked_call,
+    "map_points": _checked_map_points,
+    "backbone": _checked_backbone,
+    "distal_pose": _checked_distal_pose,
+}
+
+
 class Kinematics(abc.ABC):
     """Abstract body map `f(x, q)`. Subclasses are `@module` pytrees with a static `n_q`.
+
+    The shapes of the arguments of `__call__` (`x` `(3,)`, `q` `(n_q,)`), `map_points`,
+    `backbone` and `distal_pose` are checked where a subclass defines them (at trace time: no
+    cost in a compiled program), so a map called directly with the wrong number of
+    coordinates raises a `ValueError` naming it instead of reading clamped indices.
 
     Override `map_points` to evaluate a whole quadrature rule faster than point by point (for
     instance once per axial row of a tensor-product rule). Two optional capabilities are
@@ -105,10 +185,20 @@ class Kinematics(abc.ABC):
     exact_distal: ClassVar[bool] = False
     has_backbone: ClassVar[bool] = False
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, check in _ARGUMENT_CHECKS.items():
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_arguments_checked", False):
+                checked = check(method)
+                checked._arguments_checked = True  # type: ignore[attr-defined]
+                setattr(cls, name, checked)
+
     @abc.abstractmethod
     def __call__(self, x: Array, q: Array) -> Array:
         """Position `(3,)` of material point `x` `(3,)` at body coordinates `q` `(n_q,)`."""
 
+    @_checked_map_points
     def map_points(self, points: Array, q: Array, n_axial: int | None = None) -> Array:
         """Positions `(K, 3)` of the material points `points` `(K, 3)`.
 

@@ -499,6 +499,12 @@ def test_rod_law_needs_a_strain():
             density=1.0,
             material=CosseratRod(1.0, 1.0, strain=cc_strain),
         )
+    # a strain NaN at rest: U is NaN while its gradient, where ξ* cancels, looked finite
+    with pytest.raises(ValueError, match="not finite at rest .*component 5 is nan"):
+        soft(
+            kinematics.PlanarConstantCurvature(LENGTH),
+            CosseratRod(1.0, 1.0, strain=lambda X, q: cc_strain(X, q).at[5].set(jnp.nan)),
+        )
 
 
 def test_user_energy():

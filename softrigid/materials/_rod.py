@@ -164,16 +164,28 @@ class CosseratRod(Material):
                     "CosseratRod: the volume has no cross-section extent (all nodes on the "
                     "axis, e.g. a segment rule); give area=, second_moments= and polar="
                 )
-        self._check_resolution(body, name)
+        self._check_rest(body, name)
 
-    def _check_resolution(self, body: SoftBody, name: str) -> None:
-        """Warn when the axial rule cannot resolve the strain basis: the stiffness at rest
-        `K₀ = Σ_rows (∂ξ/∂q)ᵀ diag(K_row) (∂ξ/∂q)` is then singular, and the coordinates in its
-        null space have no restoring force (an equilibrium is not isolated)."""
-        if body.n_q == 0 or not is_concrete(self, body):
+    def _check_rest(self, body: SoftBody, name: str) -> None:
+        """A `ValueError` where the strain at rest `ξ*(X) = ξ(X, 0)` is not finite at an axial
+        node (`U` is NaN there, while its gradient, in which a constant `ξ*` cancels, looks
+        finite); a warning when the axial rule cannot resolve the strain basis: the stiffness
+        at rest `K₀ = Σ_rows (∂ξ/∂q)ᵀ diag(K_row) (∂ξ/∂q)` is then singular, and the
+        coordinates in its null space have no restoring force (an equilibrium is not
+        isolated)."""
+        if not is_concrete(self, body):
             return
         x3, k = self._rows(body)
-        jac = np.asarray(_strain_jacobian(self, body, x3))  # (R, 6, n)
+        rest, jac = (np.asarray(a) for a in _rest_strain(self, body, x3))  # (R, 6), (R, 6, n)
+        bad = ~np.isfinite(rest)
+        if bad.any():
+            row, comp = np.argwhere(bad)[0]
+            raise ValueError(
+                f"CosseratRod: strain(X, q) of {name!r} is not finite at rest (q = 0): component "
+                f"{comp} is {rest[row, comp]} at X = {float(x3[row]):.6g}"
+            )
+        if body.n_q == 0:
+            return
         weighted = (np.sqrt(np.asarray(k))[:, :, None] * jac).reshape(-1, body.n_q)
         sv = np.linalg.svd(weighted, compute_uv=False)
         rank = int(np.sum(sv > 1e-10 * sv[0])) if sv.size and sv[0] > 0 else 0
@@ -188,7 +200,12 @@ class CosseratRod(Material):
 
 
 @jit
-def _strain_jacobian(material: CosseratRod, body: SoftBody, x3: Array) -> Array:
-    """`∂ξ/∂q` at `q = 0` at the axial coordinates `x3` `(R, 6, n)`."""
-    zero = jnp.zeros(body.n_q, x3.dtype)
-    return jax.jacfwd(lambda q: material._strains(body, x3, q))(zero)
+def _rest_strain(material: CosseratRod, body: SoftBody, x3: Array) -> tuple[Array, Array]:
+    """`ξ(X, 0)` `(R, 6)` and `∂ξ/∂q` at `q = 0` `(R, 6, n)` at the axial coordinates `x3`."""
+
+    def twice(q: Array) -> tuple[Array, Array]:
+        xi = material._strains(body, x3, q)
+        return xi, xi
+
+    jac, rest = jax.jacfwd(twice, has_aux=True)(jnp.zeros(body.n_q, x3.dtype))
+    return rest, jac

@@ -515,6 +515,17 @@ def test_user_energy():
     np.testing.assert_allclose(body_dissipation(body, q, qd), 0.5 * 1.16 * 1.5**2, rtol=1e-14)
 
 
+def test_negative_rayleigh_is_refused():
+    def feeds(q, qd):
+        return -jnp.sum(qd**2)
+
+    with pytest.raises(ValueError, match="rayleigh 'feeds' must be finite and non-negative"):
+        soft(general, Energy(user_energy, feeds), n_q=3)
+    # a rate-dependent sign is found at the seeded rates
+    with pytest.raises(ValueError, match="got R = -"):
+        soft(general, Energy(user_energy, lambda q, qd: qd[0] ** 3), n_q=3)
+
+
 def test_user_laws_shape_errors():
     with pytest.raises(ValueError, match="must return a scalar"):
         StrainEnergy(lambda F: F)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from .._checks import as_scalar, copy_params
@@ -373,3 +374,21 @@ class Energy(Material):
                     f"got {getattr(out, 'shape', type(out).__name__)}"
                 )
             check_real_scalar(f"Energy: {label} {name!r}", out)
+        self._check_dissipative(body)
+
+    def _check_dissipative(self, body: SoftBody) -> None:
+        """A `ValueError` where the Rayleigh function is negative or not finite at `q = 0`
+        for seeded rates `±q̇`, `q̇ ~ N(0, I)` (a negative one feeds energy into the body: a
+        simulation gains energy and diverges instead of settling)."""
+        if self.rayleigh is None or body.n_q == 0 or not is_concrete(self):
+            return
+        q = jnp.zeros(body.n_q)
+        name = getattr(self.rayleigh, "__name__", repr(self.rayleigh))
+        rates = np.random.default_rng(0).standard_normal((3, body.n_q))
+        for qd in np.concatenate([rates, -rates]):
+            r = float(self.dissipation(body, q, jnp.asarray(qd)))
+            if not (np.isfinite(r) and r >= 0.0):
+                raise ValueError(
+                    f"Energy: rayleigh {name!r} must be finite and non-negative (it dissipates "
+                    f"energy), got R = {r:.6g} at q = 0, qd = {np.round(qd, 4)}"
+                )

@@ -24,7 +24,6 @@ from . import (
 from ._body import Body
 from ._cache import (
     compiler_options,
-    enable_compilation_cache,
     fast_compilation,
     fused_loops,
     jit,
@@ -60,6 +59,7 @@ from ._energy import (
 )
 from ._loads import PointLoad, Wrench
 from ._model import Link, Robot
+from ._persistent_cache import enable_compilation_cache
 from ._rigid_body import RigidBody
 from ._simulate import Trajectory, simulate
 from ._soft_body import SoftBody

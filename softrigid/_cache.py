@@ -1,41 +1,31 @@
-"""Fast start: JAX's persistent compilation cache, so that a later process loads a robot's
-compiled programs from disk instead of compiling them again.
-
-A first call costs tracing (Python), lowering (to StableHLO) and XLA's compilation; the cache
-stores the compilation, keyed by the lowered program, so every robot of the same structure
-(the same bodies, joints, maps and quadrature sizes; any values) hits it. Programs with host
-callbacks are not stored by JAX: softrigid's run-time checks are not callbacks (`_fault`), so
-the eager fast path's programs and a `jit` of the user's around a public function are stored;
-`simulate` with a progress report holds one and is compiled in every process.
+"""How softrigid compiles: XLA options for its programs (`compiler_options`), `jit` with them,
+and the process-wide settings that speed compilation and calls up (`fast_compilation`,
+`fused_loops`, `synchronous_dispatch`). The persistent compilation cache is
+`_persistent_cache`'s.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
 import jax
 from jax._src import core as jax_core  # trace_state_clean: no public equivalent
 from jax._src import xla_bridge  # backends_are_initialized: no public equivalent
-from jax.experimental.compilation_cache import compilation_cache
 
 from ._gc import call_held_if_traced, pausing
 
 __all__ = [
     "compiler_options",
-    "enable_compilation_cache",
     "fast_compilation",
     "fused_loops",
     "jit",
-    "rule_directory",
     "synchronous_dispatch",
 ]
 
-_ENVIRONMENT = "SOFTRIGID_CACHE"
 # XLA:CPU's elemental fusion emitters instead of its MLIR ones; XLA aborts the process on a
 # flag it does not know, so only for the jaxlib releases checked to have this one
 _FAST_OPTION = "xla_cpu_use_fusion_emitters"
@@ -61,9 +51,6 @@ _LIBRARY_OPTION = "xla_cpu_experimental_ynn_fusion_type"
 _EXTRA_OPTIONS = "--xla_backend_extra_options="
 _LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
 LOOP_BYTES = 65536
-# where `enable_compilation_cache` keeps compressed quadrature rules (`quadrature.compress`)
-_RULES_FOLDER = "quadrature"
-_rules: Path | None = None
 
 
 @functools.cache
@@ -157,7 +144,8 @@ def jit(fun: Callable[..., Any] | None = None, *, loops: bool = False, **kwargs:
     or `functools.partial(sr.jit, static_argnames=...)`; `.lower`, `.trace` and the other
     attributes of a `jax.jit` are the top-level program's. `loops` leaves out XLA's
     loop-invariant code motion and while-loop simplifier, for programs whose loops hold a whole
-    model evaluation (a solver's iterations).
+    model evaluation (a solver's iterations). Your own `compiler_options` (a dict) are added to
+    softrigid's and take precedence over them, on the top-level program.
 
     Measured 2026-11-29 (one pinned core, the same function jitted both ways in one process,
     timed interleaved): forward dynamics of the 30-joint rigid chain 75.7 → 53.4 µs per call
@@ -173,7 +161,13 @@ def jit(fun: Callable[..., Any] | None = None, *, loops: bool = False, **kwargs:
         return functools.partial(jit, loops=loops, **kwargs)
     if not callable(fun):
         raise TypeError(f"softrigid.jit: fun must be callable, got {type(fun).__name__}")
-    return _Program(fun, kwargs, loops)
+    own = kwargs.pop("compiler_options", None) or {}
+    if not isinstance(own, Mapping):
+        raise TypeError(
+            f"softrigid.jit: compiler_options must be a dict of XLA options, got "
+            f"{type(own).__name__}"
+        )
+    return _Program(fun, kwargs, loops, dict(own))
 
 
 class _Program:
@@ -183,20 +177,27 @@ class _Program:
     read at the first top-level call or attribute (`lower`, `trace`, …, the first's), not at
     import: reading them starts JAX's backend."""
 
-    __slots__ = ("__weakref__", "_fun", "_kwargs", "_loops", "_plain", "_top")
+    __slots__ = ("__weakref__", "_fun", "_kwargs", "_loops", "_options", "_plain", "_top")
 
-    def __init__(self, fun: Callable[..., Any], kwargs: dict[str, Any], loops: bool) -> None:
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        kwargs: dict[str, Any],
+        loops: bool,
+        options: dict[str, Any] | None = None,
+    ) -> None:
         # the garbage collector paused while `fun` is traced (inside a user's `jit` too) and,
         # for a top-level call that traces, until it returns: lowering and compilation
         # included (`softrigid._gc`)
         fun = pausing(fun)
         self._fun, self._kwargs, self._loops = fun, kwargs, loops
+        self._options = options or {}
         self._plain = jax.jit(fun, **kwargs)
         self._top: Any = None
 
     def _top_level(self) -> Any:
         if self._top is None:
-            options = compiler_options(loops=self._loops)
+            options = {**compiler_options(loops=self._loops), **self._options}
             self._top = (
                 jax.jit(self._fun, compiler_options=options, **self._kwargs)
                 if options
@@ -358,58 +359,3 @@ def synchronous_dispatch() -> bool:
     _before_backend("synchronous_dispatch")
     jax.config.update(_ASYNC_DISPATCH, False)
     return True
-
-
-def rule_directory() -> Path | None:
-    """Where `quadrature.compress` keeps its rules for later processes (`None`: nowhere), set by
-    `enable_compilation_cache`."""
-    return _rules
-
-
-def enable_compilation_cache(
-    directory: str | os.PathLike[str] | None = None, *, min_compile_time_s: float = 0.0
-) -> Path:
-    """Store the programs JAX compiles in `directory`, and load them from there in later
-    processes (JAX's persistent compilation cache, for every program of the process); and keep
-    the compressed quadrature rules of `quadrature.compress` in its folder `quadrature`, so
-    that a later process compressing the same rule to the same degree reads the nodes and
-    weights instead of solving again (the helicoid's 37,632-node rule to degree 8: 3.6 s).
-
-    Args:
-        directory: where the programs go; default: the environment variable `SOFTRIGID_CACHE`,
-            else `~/.cache/softrigid/jax`. Created when missing.
-        min_compile_time_s: store only programs whose compilation took at least this long
-            (JAX's default is 1 s, which leaves out the small robots' programs).
-
-    Returns:
-        The directory.
-
-    Example:
-        >>> import softrigid as sr
-        >>> sr.enable_compilation_cache("/tmp/softrigid-cache")  # doctest: +SKIP
-    """
-    global _rules
-    if isinstance(min_compile_time_s, bool) or not isinstance(min_compile_time_s, (int, float)):
-        raise TypeError(f"min_compile_time_s must be a number, got {min_compile_time_s!r}")
-    if not min_compile_time_s >= 0.0:
-        raise ValueError(f"min_compile_time_s must be non-negative, got {min_compile_time_s}")
-    default = os.environ.get(_ENVIRONMENT) or Path.home() / ".cache" / "softrigid" / "jax"
-    if directory is not None and not isinstance(directory, (str, os.PathLike)):
-        raise TypeError(f"directory must be a path, got {type(directory).__name__}")
-    if directory is not None and not str(directory).strip():
-        raise ValueError("directory must not be empty (None: the default folder)")
-    path = Path(default if directory is None else directory).expanduser()
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ValueError(f"directory: cannot create {str(path)!r} ({err})") from None
-    if not os.access(path, os.W_OK):
-        raise ValueError(f"directory: {str(path)!r} is not writable")
-    jax.config.update("jax_compilation_cache_dir", str(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_s))
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    _rules = path / _RULES_FOLDER
-    # JAX decides once per process whether the cache is used (at the first compilation): start
-    # over, so that a call after some programs were compiled takes effect too
-    compilation_cache.reset_cache()
-    return path

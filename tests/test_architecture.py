@@ -342,6 +342,7 @@ LAYERS = [
         "_fault",
         "_checks",
         "_cache",
+        "_persistent_cache",
         "_gc",
         "_batching",
         "quadrature",

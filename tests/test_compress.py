@@ -176,11 +176,11 @@ def test_non_positive_weights(bad):
 def kept(tmp_path, monkeypatch):
     """The folder `enable_compilation_cache` would give `compress` (without touching JAX's
     configuration), and a count of the solves `compress` makes."""
-    from softrigid import _cache
+    from softrigid import _persistent_cache
     from softrigid.quadrature import _compress
 
     folder = tmp_path / "quadrature"
-    monkeypatch.setattr(_cache, "_rules", folder)
+    monkeypatch.setattr(_persistent_cache, "_rules", folder)
     solves = []
     fit = _compress._fit
     monkeypatch.setattr(_compress, "_fit", lambda *a: solves.append(1) or fit(*a))
@@ -229,24 +229,24 @@ def test_unreadable_or_unfitting_entry_is_solved_again(kept):
 
 
 def test_rules_not_kept_without_the_cache_or_on_errors(kept, monkeypatch):
-    from softrigid import _cache
+    from softrigid import _persistent_cache
 
     folder, solves = kept
     with pytest.raises(ValueError, match="cannot support degree 4"):
         quadrature.compress(quadrature.tetrahedron(degree=2), 4)
     assert not folder.exists()
-    monkeypatch.setattr(_cache, "_rules", None)
+    monkeypatch.setattr(_persistent_cache, "_rules", None)
     quadrature.compress(cylinder_rule(), 2)
     quadrature.compress(cylinder_rule(), 2)
     assert not folder.exists() and len(solves) == 3  # solved each time, nothing kept
 
 
 def test_unwritable_folder_warns_and_still_compresses(kept, monkeypatch):
-    from softrigid import _cache
+    from softrigid import _persistent_cache
 
     folder, _ = kept
     folder.parent.joinpath("file").write_text("")
-    monkeypatch.setattr(_cache, "_rules", folder.parent / "file" / "quadrature")
+    monkeypatch.setattr(_persistent_cache, "_rules", folder.parent / "file" / "quadrature")
     with pytest.warns(UserWarning, match="could not keep the rule"):
         rule = quadrature.compress(cylinder_rule(), 2)
     np.testing.assert_array_equal(rule.weights, compressed(2)[0].weights)

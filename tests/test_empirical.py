@@ -188,11 +188,11 @@ def test_body_integrals_fit_a_rule_for_any_chain():
 def test_kept_fit_is_read_back_under_its_key(tmp_path, monkeypatch):
     """With a key and the cache's folder, a fit is kept on disk and read back (no snapshots
     taken again); another key, other samples or `return_info` fit again."""
-    from softrigid import _cache
+    from softrigid import _persistent_cache
     from softrigid.quadrature import _empirical
 
     folder = tmp_path / "quadrature"
-    monkeypatch.setattr(_cache, "_rules", folder)
+    monkeypatch.setattr(_persistent_cache, "_rules", folder)
     fits = []
     fit = _empirical._fit
     monkeypatch.setattr(_empirical, "_fit", lambda *a: fits.append(1) or fit(*a))

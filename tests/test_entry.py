@@ -674,3 +674,11 @@ def test_jit_compiles_with_softrigids_options_at_top_level():
     assert float(decorated(jnp.ones(()), scale=3.0)) == 3.0
     with pytest.raises(TypeError, match=r"softrigid.jit: fun must be callable, got ndarray"):
         sr.jit(np.ones(3))
+    # the caller's own options join softrigid's (theirs win) on the top-level program only
+    own = {"xla_cpu_enable_fast_math": False}
+    mine = sr.jit(fd, compiler_options=own)
+    assert dict(mine.trace(q)._params["compiler_options_kvs"]) == {**dict(options), **own}
+    np.testing.assert_allclose(mine(q), jitted(q), rtol=1e-12)
+    np.testing.assert_allclose(jax.vmap(mine)(batch), jax.vmap(jitted)(batch), rtol=1e-12)
+    with pytest.raises(TypeError, match="compiler_options must be a dict of XLA options, got int"):
+        sr.jit(fd, compiler_options=5)

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import scipy
 
-from .._cache import rule_directory
+from .._persistent_cache import rule_directory
 
 __all__ = ["Stored", "hash_arrays", "load", "store"]
 

@@ -71,17 +71,24 @@ def _components(cls: str, strains: Any, degree: Any) -> tuple[tuple[int, ...], t
     """Expand strain names/indices (and one degree per entry, or one for all) into components."""
     if isinstance(strains, (str, int, np.integer)):
         strains = (strains,)
+    if not isinstance(strains, (tuple, list, np.ndarray)):
+        raise TypeError(
+            f"{cls}: strains must be a name, an index 0..5 or a sequence of them, got {strains!r}"
+        )
     strains = tuple(strains)
     if not strains:
         raise ValueError(f"{cls}: strains must select at least one component")
     if isinstance(degree, (int, np.integer)) and not isinstance(degree, bool):
         degrees = (int(degree),) * len(strains)
-    else:
+    elif isinstance(degree, (tuple, list, np.ndarray)):
         degrees = tuple(degree)
-        if len(degrees) != len(strains):
-            raise ValueError(
-                f"{cls}: give one degree per entry of strains {strains}, got {degree!r}"
-            )
+    else:
+        raise ValueError(
+            f"{cls}: degree must be a non-negative integer, or one per entry of strains, got "
+            f"{degree!r}"
+        )
+    if len(degrees) != len(strains):
+        raise ValueError(f"{cls}: give one degree per entry of strains {strains}, got {degree!r}")
     comps: list[int] = []
     degs: list[int] = []
     for entry, d in zip(strains, degrees):

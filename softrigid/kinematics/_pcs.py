@@ -58,6 +58,11 @@ class PlanarPCS(Rod):
         strains: Any = _PLANAR,
         rest_strain: Any = (0.0, 0.0, 1.0),
     ) -> None:
+        if not isinstance(strains, (str, tuple, list)):
+            raise TypeError(
+                f"PlanarPCS: strains must be a name or a sequence of names (bend, shear, axial), "
+                f"got {strains!r}"
+            )
         strains = (strains,) if isinstance(strains, str) else tuple(strains)
         if not strains:
             raise ValueError("PlanarPCS: strains must select at least one of bend, shear, axial")

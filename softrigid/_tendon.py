@@ -319,14 +319,19 @@ class Tendon(Actuator):
             return None
         if pts.shape != (nodes.size, 3):
             raise ValueError(f"Tendon: path {k} must return (3,) material points")
+        finite = np.isfinite(np.asarray(pts)).all(axis=1)
+        if not finite.all():
+            s = nodes[np.argmin(finite)]
+            raise ValueError(
+                f"Tendon: path {k} (through link {self.links[k]}) is not finite at s = {s:.6g}: "
+                f"x_t(s) = {np.asarray(pts)[np.argmin(finite)]}"
+            )
         return pts
 
     def _check_inside(self, robot: Robot, k: int, i: int) -> None:
         vol = robot.links[i].body.volume
-        if not is_concrete(vol) or not has_geometry(vol):
-            return
-        pts = self._material_points(robot, k)
-        if pts is None:
+        pts = self._material_points(robot, k)  # checked finite
+        if pts is None or not is_concrete(vol) or not has_geometry(vol):
             return
         pts = np.asarray(pts)
         outside = ~contains(vol, pts, tol=INSIDE_TOL)

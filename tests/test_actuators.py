@@ -313,6 +313,12 @@ def test_tendon_outside_the_body(cc_chain):
     with pytest.raises(ValueError, match=r"leaves the body: the material point \(0, 0, 0.44\d*\)"):
         actuated(cc_chain, Tendon([0], paths=[too_long]))
 
+    def undefined(s):
+        return jnp.stack([0.0 * s, jnp.sqrt(s - 0.5), LENGTH * s])
+
+    with pytest.raises(ValueError, match=r"path 0 \(through link 0\) is not finite at s = 0:"):
+        actuated(cc_chain, Tendon([0], paths=[undefined]))
+
 
 @pytest.mark.parametrize("n_radial", [1, 2, 4])
 def test_tendon_inside_check_uses_the_exact_section(n_radial):

@@ -104,63 +104,58 @@ def _check_q(kin: Any, method: str, q: Any) -> None:
         )
 
 
-def _checked_call(fn: Callable[..., Array]) -> Callable[..., Array]:
-    @functools.wraps(fn)
-    def call(self: Any, x: Array, q: Array) -> Array:
-        if jnp.shape(x) != (3,):
-            raise ValueError(
-                f"{_kinematics_name(self)}: x must be one material point of shape (3,), got "
-                f"{jnp.shape(x)} (map_points takes (K, 3))"
-            )
-        _check_q(self, "__call__", q)
-        return fn(self, x, q)
-
-    return call
+def _call_arguments(kin: Any, x: Any, q: Any) -> None:
+    if jnp.shape(x) != (3,):
+        raise ValueError(
+            f"{_kinematics_name(kin)}: x must be one material point of shape (3,), got "
+            f"{jnp.shape(x)} (map_points takes (K, 3))"
+        )
+    _check_q(kin, "__call__", q)
 
 
-def _checked_map_points(fn: Callable[..., Array]) -> Callable[..., Array]:
-    @functools.wraps(fn)
-    def map_points(self: Any, points: Array, q: Array, n_axial: int | None = None) -> Array:
-        shape = jnp.shape(points)
-        if len(shape) != 2 or shape[1] != 3:
-            raise ValueError(
-                f"{_kinematics_name(self)}.map_points: points must have shape (K, 3), got {shape}"
-            )
-        _check_q(self, "map_points", q)
-        return fn(self, points, q, n_axial)
-
-    return map_points
+def _points_arguments(kin: Any, points: Any, q: Any, n_axial: int | None = None) -> None:
+    del n_axial
+    shape = jnp.shape(points)
+    if len(shape) != 2 or shape[1] != 3:
+        raise ValueError(
+            f"{_kinematics_name(kin)}.map_points: points must have shape (K, 3), got {shape}"
+        )
+    _check_q(kin, "map_points", q)
 
 
-def _checked_backbone(fn: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def backbone(self: Any, x3: Array, q: Array) -> Any:
-        if jnp.ndim(x3) != 1:
-            raise ValueError(
-                f"{_kinematics_name(self)}.backbone: x3 must have shape (R,), got {jnp.shape(x3)}"
-            )
-        _check_q(self, "backbone", q)
-        return fn(self, x3, q)
-
-    return backbone
+def _backbone_arguments(kin: Any, x3: Any, q: Any) -> None:
+    if jnp.ndim(x3) != 1:
+        raise ValueError(
+            f"{_kinematics_name(kin)}.backbone: x3 must have shape (R,), got {jnp.shape(x3)}"
+        )
+    _check_q(kin, "backbone", q)
 
 
-def _checked_distal_pose(fn: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def distal_pose(self: Any, q: Array) -> Any:
-        _check_q(self, "distal_pose", q)
-        return fn(self, q)
-
-    return distal_pose
+def _distal_arguments(kin: Any, q: Any) -> None:
+    _check_q(kin, "distal_pose", q)
 
 
-# the public methods of a map, each wrapped where a class defines it (`__init_subclass__`)
-_ARGUMENT_CHECKS = {
-    "__call__": _checked_call,
-    "map_points": _checked_map_points,
-    "backbone": _checked_backbone,
-    "distal_pose": _checked_distal_pose,
+# the public methods of a map and the checks of their arguments, applied where a class
+# defines the method (`Kinematics.__init_subclass__`)
+_ARGUMENT_CHECKS: dict[str, Callable[..., None]] = {
+    "__call__": _call_arguments,
+    "map_points": _points_arguments,
+    "backbone": _backbone_arguments,
+    "distal_pose": _distal_arguments,
 }
+
+
+def _checked(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """`method` after `_ARGUMENT_CHECKS[name]` of its arguments (at trace time)."""
+    check = _ARGUMENT_CHECKS[name]
+
+    @functools.wraps(method)
+    def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        check(self, *args, **kwargs)
+        return method(self, *args, **kwargs)
+
+    checked._arguments_checked = True  # type: ignore[attr-defined]
+    return checked
 
 
 class Kinematics(abc.ABC):
@@ -187,18 +182,16 @@ class Kinematics(abc.ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for name, check in _ARGUMENT_CHECKS.items():
+        for name in _ARGUMENT_CHECKS:
             method = cls.__dict__.get(name)
             if callable(method) and not getattr(method, "_arguments_checked", False):
-                checked = check(method)
-                checked._arguments_checked = True  # type: ignore[attr-defined]
-                setattr(cls, name, checked)
+                setattr(cls, name, _checked(name, method))
 
     @abc.abstractmethod
     def __call__(self, x: Array, q: Array) -> Array:
         """Position `(3,)` of material point `x` `(3,)` at body coordinates `q` `(n_q,)`."""
 
-    @_checked_map_points
+    @functools.partial(_checked, "map_points")
     def map_points(self, points: Array, q: Array, n_axial: int | None = None) -> Array:
         """Positions `(K, 3)` of the material points `points` `(K, 3)`.
 

@@ -280,6 +280,13 @@ def test_rule_input_errors(make, message):
         ({"points": np.zeros((4, 2))}, r"points must have shape \(K, 3\), got \(4, 2\)"),
         ({"weights": np.ones(3)}, r"weights must have shape \(4,\), got \(3,\)"),
         ({"n_axial": 3}, "n_axial=3 does not divide the 4 points"),
+        (
+            {
+                "points": np.array([[0, 0, 0.1], [0.01, 0, 0.1], [0, 0, 0.2], [0, 0.01, 0.3]]),
+                "n_axial": 2,
+            },
+            r"row 1 spans x3 = 0.2 … 0.3: order the points by row",
+        ),
         ({"pivot": np.zeros(2)}, r"pivot must have shape \(3,\)"),
         ({"contact_b": np.zeros((1, 3))}, r"contact_b must have shape \(3,\)"),
         ({"density": np.ones(5)}, r"density must have shape \(4,\), got \(5,\)"),

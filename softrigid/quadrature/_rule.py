@@ -47,6 +47,21 @@ def _field(name: str, value: object) -> Array:
     return jnp.asarray(value, dtype=float)
 
 
+def _check_rows(points: np.ndarray, n_axial: int) -> None:
+    """A `ValueError` unless the points, axial-major in `n_axial` rows, share one `x3` per row
+    (to `1e-10` of the rule's extent): the bodies map a row's nodes with one backbone frame."""
+    x3 = points[:, 2].reshape(n_axial, -1)
+    spread = np.ptp(x3, axis=1)
+    extent = max(float(np.ptp(points)), float(np.abs(points).max()), np.finfo(float).tiny)
+    if np.any(spread > 1e-10 * extent):
+        row = int(np.argmax(spread))
+        raise ValueError(
+            f"QuadratureRule: n_axial={n_axial} says the points are {n_axial} axial-major rows "
+            f"of one x3 each, but row {row} spans x3 = {x3[row].min():.6g} … "
+            f"{x3[row].max():.6g}: order the points by row, or leave n_axial out"
+        )
+
+
 def _check_finite(name: str, value: Array, positive: bool = False) -> Array:
     """`value`, finite (and positive): checked at build time when concrete, by a run-time check
     when traced (a rule built inside `jit`)."""
@@ -129,6 +144,8 @@ class QuadratureRule:
                 )
         object.__setattr__(self, "points", _check_finite("points", points))
         object.__setattr__(self, "weights", _check_finite("weights", weights, positive=True))
+        if self.n_axial is not None and is_concrete(points):
+            _check_rows(np.asarray(points), self.n_axial)
         for name in ("pivot", "contact_a", "contact_b"):
             value = getattr(self, name)
             if value is not None:

@@ -142,8 +142,10 @@ def as_vector(name: str, value: Any, size: int) -> Array:
 def as_placement(name: str, value: Any) -> tuple[Array, Array]:
     """A rigid placement from `None` (identity), a 4×4 homogeneous matrix or a `(R, t)` pair.
 
-    The rotation is checked orthonormal with determinant +1 when concrete, to 1e-8 or to 100
-    units of rounding of its dtype where that is coarser (a float32 rotation is good to ~1e-7).
+    The rotation is checked orthonormal with determinant +1, to 1e-8 or to 100 units of
+    rounding of its dtype where that is coarser (a float32 rotation is good to ~1e-7), and a
+    matrix's last row `(0, 0, 0, 1)`: when concrete at once, when traced (a placement built
+    inside `jit`) by a run-time check.
     """
     if value is None:
         return as_float(np.eye(3)), as_float(np.zeros(3))
@@ -170,15 +172,29 @@ def as_placement(name: str, value: Any) -> tuple[Array, Array]:
         if concrete and not np.allclose(mat[3], [0, 0, 0, 1], atol=1e-12):
             raise ValueError(f"{name}: last row of a homogeneous matrix must be (0, 0, 0, 1)")
         rot, trans = as_float(mat[:3, :3]), as_float(mat[:3, 3])
-    if is_concrete(rot, trans):
-        r = np.asarray(rot)
-        if not (np.all(np.isfinite(r)) and np.all(np.isfinite(np.asarray(trans)))):
-            raise ValueError(f"{name} must be finite")
-        if (
-            not np.allclose(r.T @ r, np.eye(3), atol=rounding_tolerance(r, 1e-8))
-            or np.linalg.det(r) < 0
-        ):
-            raise ValueError(f"{name}: the rotation must be orthonormal with determinant +1")
+        if not concrete:
+            last = jnp.any(jnp.abs(mat[3] - jnp.array([0.0, 0.0, 0.0, 1.0])) > 1e-12)
+            message = f"{name}: last row of a homogeneous matrix must be (0, 0, 0, 1)"
+            rot, trans = traced_check((rot, trans), last, message)
+    if not is_concrete(rot, trans):
+        # R^T R = I, det R > 0 and finite, checked when the placement is used
+        tol = rounding_tolerance(rot, 1e-8)
+        bad = (
+            ~jnp.all(jnp.isfinite(rot))
+            | ~jnp.all(jnp.isfinite(trans))
+            | jnp.any(jnp.abs(rot.T @ rot - jnp.eye(3, dtype=rot.dtype)) > tol)
+            | (jnp.linalg.det(rot) < 0)
+        )
+        message = f"{name} must be finite, with an orthonormal rotation of determinant +1"
+        return traced_check((rot, trans), bad, message)
+    r = np.asarray(rot)
+    if not (np.all(np.isfinite(r)) and np.all(np.isfinite(np.asarray(trans)))):
+        raise ValueError(f"{name} must be finite")
+    if (
+        not np.allclose(r.T @ r, np.eye(3), atol=rounding_tolerance(r, 1e-8))
+        or np.linalg.det(r) < 0
+    ):
+        raise ValueError(f"{name}: the rotation must be orthonormal with determinant +1")
     return rot, trans
 
 

@@ -231,7 +231,14 @@ def _tendon(start):
     return sr.actuation_matrix(robot, jnp.array([0.3, 0.2]))
 
 
+def _placed(origin=None, distal=None):
+    body = sr.RigidBody(1.0, (0.0, 0.0, 0.1), 1e-3 * np.eye(3), distal=distal)
+    robot = sr.Robot([sr.Link(joints.Revolute((1, 0, 0), origin=origin), body)] * 2)
+    return sr.mass_matrix(robot, jnp.array([0.3, 0.2]))
+
+
 _INERTIA = 1e-3 * np.diag([1.0, 2.0, 2.5])
+_TURN = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
 _WX = np.array([VOLUME.weights[0], VOLUME.points[1, 0]])
 # name: (model and algorithm of traced parameters, valid values, bad ones, the message); cases
 # that share a function share its compiled programs
@@ -244,6 +251,9 @@ TRACED = {
     "negative rule weight": (_soft_on_rule, _WX, _WX * np.array([-1e-3, 1.0]), "QuadratureRule: weights must be finite and positive"),
     "NaN rule point": (_soft_on_rule, _WX, _WX + np.array([0.0, np.nan]), "QuadratureRule: points must be finite"),
     "NaN tendon start": (lambda x: _tendon(jnp.stack([x, 0.0, -0.05])), 0.01, np.nan, "Tendon: start must be finite"),
+    "joint origin not a rotation": (lambda r: _placed(origin=(r, jnp.zeros(3))), _TURN, 2 * _TURN, "Revolute: origin must be finite, with an orthonormal rotation"),
+    "homogeneous origin's last row": (lambda m: _placed(origin=m), np.eye(4), np.eye(4) + np.outer(np.eye(4)[3], np.eye(4)[0]), "Revolute: origin: last row of a homogeneous matrix"),
+    "reflected distal placement": (lambda r: _placed(distal=(r, jnp.array([0.0, 0.0, 0.2]))), _TURN, _TURN * np.array([1.0, 1.0, -1.0]), "RigidBody: distal must be finite, with an orthonormal rotation"),
 }  # fmt: skip
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "as_tuple_of",
     "as_vector",
     "check_density",
+    "check_finite",
     "check_index",
     "check_material_point",
     "check_state",
@@ -92,6 +93,8 @@ def as_float(value: Any, name: str = "value") -> Array:
     if value is None or isinstance(value, (str, bytes)) or np.iscomplexobj(value):
         # (NumPy reads None as NaN: "must be finite, got nan" named the wrong fault)
         raise TypeError(f"{name} must be real numbers, got {value!r}")
+    if _is_boolean(value):
+        raise TypeError(f"{name} must be real numbers, got booleans {value!r}")
     try:
         if is_concrete(value):
             # np.array copies: the model never aliases the caller's (mutable) arrays
@@ -99,6 +102,29 @@ def as_float(value: Any, name: str = "value") -> Array:
         return jnp.asarray(value, dtype=float)
     except (TypeError, ValueError) as err:
         raise TypeError(f"{name} must be real numbers, got {value!r} ({err})") from None
+
+
+def _is_boolean(value: Any) -> bool:
+    """`True`/`False`, a NumPy or JAX boolean array, or a list of booleans (read as 0/1 by
+    NumPy: a flag passed where a number is expected)."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None:
+        return np.dtype(dtype) == np.bool_
+    if isinstance(value, (list, tuple)) and value:
+        return all(isinstance(v, (bool, np.bool_)) for v in value)
+    return False
+
+
+def check_finite(name: str, arr: Array) -> Array:
+    """`arr`, checked finite: at once when concrete, by a run-time check when traced (a model
+    or a reference built inside `jit`)."""
+    if not is_concrete(arr):
+        return traced_check(arr, ~jnp.isfinite(arr), f"{name} must be finite")
+    if not np.all(np.isfinite(np.asarray(arr))):
+        raise ValueError(f"{name} must be finite, got {np.asarray(arr)}")
+    return arr
 
 
 def traced_check(value: Any, bad: Array, message: str) -> Any:
@@ -130,13 +156,11 @@ def as_scalar(name: str, value: Any, *, positive: bool = False, nonnegative: boo
 
 
 def as_vector(name: str, value: Any, size: int) -> Array:
-    """A float vector of shape `(size,)`, checked finite when concrete."""
+    """A float vector of shape `(size,)`, checked finite (`check_finite`)."""
     arr = as_float(value, name)
     if arr.shape != (size,):
         raise ValueError(f"{name} must have shape ({size},), got {arr.shape}")
-    if is_concrete(arr) and not bool(np.all(np.isfinite(np.asarray(arr)))):
-        raise ValueError(f"{name} must be finite, got {np.asarray(arr)}")
-    return arr
+    return check_finite(name, arr)
 
 
 def as_placement(name: str, value: Any) -> tuple[Array, Array]:

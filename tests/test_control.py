@@ -20,6 +20,7 @@ from softrigid._entry import raise_runtime_errors
 from softrigid.actuators import JointMotor, Tendon
 
 LENGTH, OFFSET = 0.2, 0.01
+RUNTIME_ERRORS = (jax.errors.JaxRuntimeError, ValueError)
 GRAVITY = (0.0, 0.0, 9.81)  # along the segment at q = 0: the arm hangs
 
 
@@ -276,6 +277,52 @@ def test_blend_starts_at_rest_and_becomes_the_reference():
         control.Blend(target, [0.0], 1.0)
     with pytest.raises(TypeError, match="must be a Reference"):
         control.Blend(start, start, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "message"),
+    [
+        (lambda: control.Constant([np.nan, 0.0]), ValueError, "Constant: value must be finite"),
+        (lambda: control.Constant(np.array([1 + 2j])), TypeError, "value must be real numbers"),
+        (lambda: control.Constant([True, False]), TypeError, "real numbers, got booleans"),
+        (lambda: control.CubicRestToRest([np.nan], [1.0], 0, 1), ValueError, "start must be fin"),
+        (lambda: control.CubicRestToRest([0.0], [1.0], -np.inf, 1), ValueError, "t0 must be fin"),
+        (lambda: control.CubicRestToRest([0.0], [1.0], 0, 1e-320), ValueError, "1/T² finite"),
+        (lambda: control.CubicRestToRest([0.0], [1.0], "0", 1), TypeError, "t0 must be real"),
+        (lambda: control.CubicRestToRest([0.0], [1.0], [0, 1], 2), ValueError, "t0 must be a sc"),
+        (lambda: control.Blend(control.Constant([1.0]), [np.nan], 1), ValueError, "start must be"),
+        (lambda: control.Blend(control.Constant([1.0]), [0.0], 1e-320), ValueError, "1/T²"),
+        (lambda: control.PD(np.nan, 1.0, [0.0]), ValueError, "PD: kp must be finite"),
+        (lambda: control.PD(1 + 1j, 1.0, [0.0]), TypeError, "PD: kp must be real numbers"),
+        (lambda: control.Spline([0.0, 1.0], [[np.nan], [1.0]]), ValueError, "samples must be fin"),
+        (lambda: control.Spline([0, 1, np.inf], np.ones((3, 1))), ValueError, "times must be fin"),
+        (lambda: control.Spline([0.0, 1.0], [[5j], [1.0]]), TypeError, "samples must be real"),
+        (lambda: control.Spline([0.0, 1.0], np.ones((2, 1)), "foo"), ValueError, "Spline: scipy"),
+    ],
+)
+def test_reference_values_are_checked(build, error, message):
+    with pytest.raises(error, match=message):
+        build()
+
+
+def test_references_built_inside_jit_are_checked_at_run_time():
+    def cubic(t0):
+        return control.CubicRestToRest([0.0], [1.0], t0, 1.0)(0.5)[0]
+
+    def blend(duration):
+        return control.Blend(control.Constant([1.0]), [0.0], duration)(0.5)[0]
+
+    np.testing.assert_allclose(jax.jit(cubic)(0.0), 0.5)
+    for fn, bad, message in [
+        (cubic, 2.0, "t1 must exceed t0"),
+        (cubic, 1.0, "t1 must exceed t0"),
+        (blend, -0.02, "duration must be positive"),
+        (jax.jit(lambda x: control.Constant(x)(0.0)[0]), jnp.array([jnp.nan]), "value must be"),
+    ]:
+        with pytest.raises(RUNTIME_ERRORS, match=message):
+            jax.block_until_ready(jax.jit(fn)(bad))
+    with pytest.raises(TypeError, match="Spline: times and samples must be concrete"):
+        jax.jit(lambda t: control.Spline(t, [[0.0], [1.0]])(0.5))(jnp.array([0.0, 1.0]))
 
 
 def test_feedforward_pd_and_phases_switch_at_the_given_times():

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .._checks import as_indices, raise_if
+from .._checks import as_float, as_indices, check_finite, raise_if
 from .._entry import PREFIX
 from .._model import Robot
 
@@ -21,11 +21,11 @@ _COND_MAX = 1e10
 
 
 def _gain(where: str, value: Any, k: int) -> Array:
-    """A gain for `k` errors: a scalar, a diagonal `(k,)` or a matrix `(k, k)`."""
-    g = jnp.asarray(value, dtype=float)
+    """A gain for `k` errors: a scalar, a diagonal `(k,)` or a matrix `(k, k)`, finite."""
+    g = as_float(value, where)
     if g.shape not in ((), (k,), (k, k)):
         raise ValueError(f"{where} must be a scalar, shape ({k},) or ({k}, {k}); got {g.shape}")
-    return g
+    return check_finite(where, g)
 
 
 def _apply(gain: Array, e: Array) -> Array:

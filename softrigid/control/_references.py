@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .._checks import as_float, as_scalar, check_finite, traced_check
 from .._controller import concrete_times, held_switch_times
 from .._module import is_concrete, module, static
 
@@ -32,10 +33,24 @@ class Reference(abc.ABC):
 
 
 def _vector(name: str, value: Any) -> Array:
-    x = jnp.asarray(value, dtype=float)
+    """A non-empty finite vector of reals (`check_finite`: at once, or at run time when
+    traced)."""
+    x = as_float(value, name)
     if x.ndim != 1 or x.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty vector, got shape {x.shape}")
-    return x
+    return check_finite(name, x)
+
+
+def _span(message: str, start: Array, end: Array) -> tuple[Array, Array]:
+    """`(start, end)`, scalars with `T = end − start > 0` and `1/T²` finite (the profiles divide
+    by it): a `ValueError` `message` (with the values) at once or, traced, a run-time check."""
+    span = end - start
+    if is_concrete(span):
+        if not (float(span) > 0.0 and np.isfinite(1.0 / float(span) ** 2)):
+            raise ValueError(f"{message}, got T = {float(span):.6g}")
+        return start, end
+    bad = ~(span > 0.0) | ~jnp.isfinite(1.0 / span**2)
+    return traced_check((start, end), bad, message)
 
 
 @module
@@ -79,12 +94,15 @@ class CubicRestToRest(Reference):
             raise ValueError(
                 f"CubicRestToRest: end has shape {end.shape}, start has shape {start.shape}"
             )
-        if is_concrete(t0, t1) and not float(t1) > float(t0):
-            raise ValueError(f"CubicRestToRest: t1 must exceed t0, got t0={t0}, t1={t1}")
+        t0 = as_scalar("CubicRestToRest: t0", t0)
+        t1 = as_scalar("CubicRestToRest: t1", t1)
+        t0, t1 = _span(
+            "CubicRestToRest: t1 must exceed t0 (T = t1 − t0 > 0 with 1/T² finite)", t0, t1
+        )
         object.__setattr__(self, "start", start)
         object.__setattr__(self, "end", end)
-        object.__setattr__(self, "t0", jnp.asarray(t0, dtype=float))
-        object.__setattr__(self, "t1", jnp.asarray(t1, dtype=float))
+        object.__setattr__(self, "t0", t0)
+        object.__setattr__(self, "t1", t1)
 
     @property
     def size(self) -> int:
@@ -128,8 +146,13 @@ class Spline(Reference):
     def __init__(self, times: Any, samples: Any, bc_type: Any = "clamped") -> None:
         from scipy.interpolate import CubicSpline
 
-        t = np.asarray(times, dtype=float)
-        r = np.asarray(samples, dtype=float)
+        if not is_concrete(times, samples):
+            raise TypeError(
+                "Spline: times and samples must be concrete (the spline is fitted by scipy when "
+                "it is built): build it outside jit, or pass it into the traced function"
+            )
+        t = np.asarray(check_finite("Spline: times", as_float(times, "Spline: times")))
+        r = np.asarray(check_finite("Spline: samples", as_float(samples, "Spline: samples")))
         if t.ndim != 1 or t.shape[0] < 2 or not np.all(np.diff(t) > 0):
             raise ValueError(
                 "Spline: times must be a strictly increasing vector of at least 2 entries, "
@@ -140,7 +163,15 @@ class Spline(Reference):
                 f"Spline: samples must have shape ({t.shape[0]}, m), one row per time, "
                 f"got {r.shape}"
             )
-        c = CubicSpline(t, r, bc_type=bc_type, axis=0).c  # (4, K, m)
+        try:
+            c = CubicSpline(t, r, bc_type=bc_type, axis=0).c  # (4, K, m)
+        except ValueError as err:  # scipy's own checks (bc_type, spacing) name its arguments
+            raise ValueError(f"Spline: scipy's CubicSpline refused the data: {err}") from None
+        if not np.all(np.isfinite(c)):
+            raise ValueError(
+                "Spline: the fitted coefficients are not finite (times spaced too far apart "
+                "or too close for float64?)"
+            )
         object.__setattr__(self, "times", jnp.asarray(t))
         object.__setattr__(self, "coefficients", jnp.asarray(np.moveaxis(c, 0, 1)))
 
@@ -191,11 +222,15 @@ class Blend(Reference):
             raise ValueError(
                 f"Blend: start has shape {start.shape}, the reference has size {reference.size}"
             )
-        if is_concrete(duration) and not float(duration) > 0.0:
-            raise ValueError(f"Blend: duration must be positive, got {duration}")
+        duration = as_scalar("Blend: duration", duration)
+        duration = _span(
+            "Blend: duration must be positive (T > 0 with 1/T² finite)",
+            jnp.zeros((), duration.dtype),
+            duration,
+        )[1]
         object.__setattr__(self, "reference", reference)
         object.__setattr__(self, "start", start)
-        object.__setattr__(self, "duration", jnp.asarray(duration, dtype=float))
+        object.__setattr__(self, "duration", duration)
 
     @property
     def size(self) -> int:

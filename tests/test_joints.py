@@ -147,6 +147,19 @@ def test_invalid_joints_raise_clear_errors():
         joints.Universal((1, 0, 0), (0, np.inf, 0))
     with pytest.raises(ValueError, match="Universal: axis1 and axis2 must be orthogonal"):
         joints.Universal((1, 0, 0), (1, 1, 0))
+    # complex, boolean and text axes are named (a complex array lost its imaginary part)
+    for axis in (np.array([1 + 1j, 0, 0]), [True, False, False], "abc"):
+        with pytest.raises(TypeError, match="Revolute: axis must be real numbers"):
+            joints.Revolute(axis)
+    # a finite axis whose norm would overflow is a direction like any other
+    np.testing.assert_allclose(joints.Revolute((1e308, 1e308, 0)).axis, [0.5**0.5, 0.5**0.5, 0])
+
+    # traced (a joint built inside jit): checked when used
+    def spun(axis):
+        return joints.Revolute(axis).transform(jnp.array([0.3]))[0]
+
+    with pytest.raises((jax.errors.JaxRuntimeError, ValueError), match="axis must be a finite"):
+        jax.block_until_ready(jax.jit(spun)(jnp.zeros(3)))
     with pytest.raises(ValueError, match="Helical: pitch must be finite"):
         joints.Helical((0, 0, 1), np.inf)
     with pytest.raises(ValueError, match="Helical: pitch must be a scalar"):

@@ -18,19 +18,22 @@ __all__ = ["Fixed", "Joint", "SpringJoint", "set_origin", "unit_axis"]
 
 
 def unit_axis(name: str, axis: Any) -> Array:
-    """`axis / |axis|` for a `(3,)` axis; a concrete axis is checked finite and non-zero."""
-    if is_concrete(axis):
-        arr = np.asarray(axis, dtype=float)
-        if arr.shape != (3,):
-            raise ValueError(f"{name} must have shape (3,), got {arr.shape}")
-        norm = float(np.linalg.norm(arr))
-        if not np.isfinite(norm) or norm < 1e-12:
-            raise ValueError(f"{name} must be a finite non-zero vector, got {arr}")
-        return as_float(arr / norm)
-    arr = jnp.asarray(axis, dtype=float)
+    """`axis / |axis|` for a `(3,)` axis of real numbers, finite and non-zero: checked at once
+    when concrete, by a run-time check when traced (the norm is taken of `axis / max|axis_i|`,
+    so a finite axis as long as 1e308 does not overflow)."""
+    arr = as_float(axis, name)
     if arr.shape != (3,):
         raise ValueError(f"{name} must have shape (3,), got {arr.shape}")
-    return arr / jnp.linalg.norm(arr)
+    if is_concrete(arr):
+        a = np.asarray(arr)
+        scale = float(np.max(np.abs(a)))
+        if not (np.all(np.isfinite(a)) and scale > 0) or np.linalg.norm(a / scale) * scale < 1e-12:
+            raise ValueError(f"{name} must be a finite non-zero vector, got {a}")
+        return as_float(a / scale / np.linalg.norm(a / scale))
+    scale = jnp.max(jnp.abs(arr))
+    bad = ~jnp.all(jnp.isfinite(arr)) | ~(scale * jnp.linalg.norm(arr / scale) >= 1e-12)
+    arr = traced_check(arr, bad, f"{name} must be a finite non-zero vector")
+    return arr / scale / jnp.linalg.norm(arr / scale)
 
 
 def _spring_parameter(name: str, value: Any, n: int, *, nonnegative: bool) -> Array:

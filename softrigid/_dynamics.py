@@ -154,7 +154,7 @@ def gravity_force(robot: Robot, q: Array) -> Array:
 
 
 @algorithm(static_argnames=("gravity",))
-def _dalembert(
+def _dalembert_wrenches(
     robot: Robot, q: Array, qd: Array, qdd: Array, gravity: bool
 ) -> tuple[Array, Array, tuple[Array, ...]]:
     pos = rec.position_level(robot, q)
@@ -184,7 +184,7 @@ def dalembert_wrenches(
     Returns:
         `(F* (N, 3), T* (N, 3), π*)` with `π*` a tuple of one `(n_Bi,)` vector per link.
     """
-    return _dalembert(robot, q, qd, qdd, gravity=bool(gravity))
+    return _dalembert_wrenches(robot, q, qd, qdd, gravity=gravity)
 
 
 class DynamicsTerms(NamedTuple):

@@ -332,6 +332,7 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
             for batched in (False, True)
         }
         fast = _fastpath.Signature.of(core, static_argnames)
+        flags = _fastpath.flag_names(core, static_argnames)
 
         @functools.wraps(core)
         def public(*args: Any, **kwargs: Any) -> Any:
@@ -345,6 +346,10 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
                 raise TypeError(f"{core.__name__}: {err}") from None
             bound.apply_defaults()
             values = bound.arguments
+            for flag in flags:  # a string "False" or an array is not read by its truth value
+                if not isinstance(values[flag], (bool, np.bool_)):
+                    raise TypeError(f"{name}: {flag} must be True or False, got {values[flag]!r}")
+                values[flag] = bool(values[flag])
             robot = check_robot(values["robot"])
             states = {k: values[k] for k in STATE_NAMES if k in values}
             checked = dict(zip(states, check_states(robot, **states)))

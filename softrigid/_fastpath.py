@@ -99,6 +99,12 @@ def disabled() -> Iterator[None]:
         _ENABLED[0] = before
 
 
+def flag_names(core: Callable[..., Any], static: tuple[str, ...]) -> tuple[str, ...]:
+    """The compile-time options of `core` annotated `bool`."""
+    parameters = inspect.signature(core).parameters
+    return tuple(n for n in static if parameters[n].annotation in (bool, "bool"))
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Signature:
     """What the fast path needs of an algorithm's core `core(robot, <arrays>, [loads], <static>)`.
@@ -112,6 +118,8 @@ class Signature:
         arrays: `(position in params, name, is the input u)` of the states and the inputs.
         loads: the position of `loads` in params, or -1.
         static: the positions of the compile-time options in params.
+        flags: the positions of the options annotated `bool` (a value of another type takes
+            the checked path, which names it).
     """
 
     name: str
@@ -122,6 +130,7 @@ class Signature:
     arrays: tuple[tuple[int, str, bool], ...]
     loads: int
     static: tuple[int, ...]
+    flags: tuple[int, ...]
 
     @classmethod
     def of(cls, core: Callable[..., Any], static: tuple[str, ...]) -> Signature | None:
@@ -147,6 +156,7 @@ class Signature:
             arrays=tuple((i, n, n == "u") for i, n in enumerate(params) if n in _ARRAYS),
             loads=params.index("loads") if "loads" in params else -1,
             static=tuple(i for i, n in enumerate(params) if n in static),
+            flags=tuple(i for i, n in enumerate(params) if n in flag_names(core, static)),
         )
 
 
@@ -313,6 +323,8 @@ def call(sig: Signature, args: tuple, kwargs: dict[str, Any]) -> Any:
             return SLOW
         if not is_concrete(loads):
             return SLOW
+    if any(type(values[i]) is not bool for i in sig.flags):
+        return SLOW
     static = tuple(values[i] for i in sig.static) if sig.static else ()
     try:
         entry = h.entries.get((sig, static))

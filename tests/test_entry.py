@@ -147,6 +147,8 @@ BAD = {
     "inputs shape": lambda r: sr.forward_dynamics(r, Q, QD, jnp.zeros(3)),
     "load link": lambda r: sr.inverse_dynamics(r, Q, QD, QDD, loads=sr.Wrench(3, (1.0, 0, 0))),
     "unhashable option": lambda r: sr.dynamics_terms(r, Q, QD, parts=[True]),
+    "flag as text": lambda r: sr.dynamics_terms(r, Q, QD, parts="no"),
+    "flag as array": lambda r: sr.dalembert_wrenches(r, Q, QD, QDD, gravity=jnp.array(True)),
     "overflow": lambda r: sr.inverse_dynamics(r, Q, jnp.array([1e200, 0.0]), QDD),
     "not a robot": lambda r: sr.mass_matrix("robot", Q),
 }
@@ -163,6 +165,20 @@ def test_errors_are_the_checked_paths(robot, monkeypatch, case):
         checked = _error(lambda: BAD[case](robot))
     assert fast is not None
     assert fast == checked
+
+
+def test_flags_are_booleans(robot):
+    # a string "False" was read by its truth value (gravity included)
+    with pytest.raises(TypeError, match="dalembert_wrenches: gravity must be True or False"):
+        sr.dalembert_wrenches(robot, Q, QD, QDD, gravity="False")
+    with pytest.raises(TypeError, match="dynamics_terms: parts must be True or False, got 'no'"):
+        sr.dynamics_terms(robot, Q, QD, parts="no")
+    with pytest.raises(TypeError, match="gravity must be True or False, got JitTracer"):
+        jax.jit(lambda g: sr.dalembert_wrenches(robot, Q, QD, QDD, gravity=g))(True)
+    np.testing.assert_array_equal(
+        sr.dalembert_wrenches(robot, Q, QD, QDD, gravity=np.bool_(True))[0],
+        sr.dalembert_wrenches(robot, Q, QD, QDD, gravity=True)[0],
+    )
 
 
 def test_a_bad_state_raises_before_anything_runs(robot, capfd):

@@ -298,6 +298,12 @@ def test_blend_starts_at_rest_and_becomes_the_reference():
         (lambda: control.Spline([0, 1, np.inf], np.ones((3, 1))), ValueError, "times must be fin"),
         (lambda: control.Spline([0.0, 1.0], [[5j], [1.0]]), TypeError, "samples must be real"),
         (lambda: control.Spline([0.0, 1.0], np.ones((2, 1)), "foo"), ValueError, "Spline: scipy"),
+        (lambda: control.Feedforward(jnp.sin, size=2.7), ValueError, "size must be an integer"),
+        (
+            lambda: control.Feedforward(lambda t: jnp.array([1 + 5j]), size=1).signal(0.0),
+            TypeError,
+            "Feedforward: inputs\\(t\\) must return real inputs, got dtype complex",
+        ),
     ],
 )
 def test_reference_values_are_checked(build, error, message):

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from .._checks import as_count
 from .._controller import Controller, concrete_times, held_switch_times
 from .._dynamics import DynamicsTerms, _nu
 from .._entry import check_robot
@@ -43,7 +44,7 @@ class Feedforward(Controller):
         if callable(inputs) and not isinstance(inputs, Reference):
             if size is None:
                 raise ValueError("Feedforward: give size=n_u with a function inputs(t)")
-            signal: Reference = _Function(inputs, int(size))
+            signal: Reference = _Function(inputs, as_count("Feedforward: size", size))
         else:
             signal = _reference("Feedforward: inputs", inputs, size)
         object.__setattr__(self, "signal", signal)

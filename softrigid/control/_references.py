@@ -256,6 +256,8 @@ class _Function(Reference):
 
     def __call__(self, t: Array) -> tuple[Array, Array, Array]:
         u = jnp.asarray(self.function(t))
+        if not (jnp.issubdtype(u.dtype, jnp.floating) or jnp.issubdtype(u.dtype, jnp.integer)):
+            raise TypeError(f"Feedforward: inputs(t) must return real inputs, got dtype {u.dtype}")
         if u.shape != (self.size,):
             raise ValueError(
                 f"Feedforward: inputs(t) must return shape ({self.size},), got {u.shape}"

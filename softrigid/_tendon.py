@@ -17,7 +17,7 @@ from jax import Array
 
 from ._actuator import Actuator
 from ._chain import grouped_world_points, proximal_poses
-from ._checks import as_float, as_index, as_vector, check_index, traced_check
+from ._checks import as_count, as_float, as_index, as_vector, check_index, traced_check
 from ._math import matvec
 from ._model import Robot
 from ._module import is_concrete, module, static
@@ -165,6 +165,11 @@ class Tendon(Actuator):
         start: Any = None,
         order: int = 4,
     ) -> None:
+        if not isinstance(links, (int, np.integer, tuple, list)) or isinstance(links, bool):
+            raise TypeError(
+                f"Tendon: links must be a link index or a sequence of consecutive ones, got "
+                f"{links!r}"
+            )
         links = (links,) if isinstance(links, (int, np.integer)) else tuple(links)
         if not links:
             raise ValueError("Tendon: give at least one link")
@@ -196,13 +201,10 @@ class Tendon(Actuator):
         object.__setattr__(self, "paths", paths)
         object.__setattr__(self, "guides", guides)
         if start is not None:
+            # finite, also when traced: a NaN anchor would drop its span silently (`_span` is 0)
             start = as_vector("Tendon: start", start, 3)
-            if not is_concrete(start):
-                # a NaN anchor would drop its span silently (`_span` is 0 there)
-                start = traced_check(start, ~jnp.isfinite(start), "Tendon: start must be finite")
         object.__setattr__(self, "start", start)
-        if not isinstance(order, int) or isinstance(order, bool) or order < 1:
-            raise ValueError(f"Tendon: order must be a positive integer, got {order!r}")
+        order = as_count("Tendon: order", order)
         object.__setattr__(self, "order", order)
 
     def path(self, robot: Robot, k: int) -> Callable[[Array], Array]:

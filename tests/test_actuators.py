@@ -390,6 +390,11 @@ def test_bad_actuators(cc_chain):
         actuated(robot, Tendon([0], (0.0, 0.0)))
     with pytest.raises(ValueError, match="consecutive"):
         Tendon([0, 2], (0.0, 0.0))
+    with pytest.raises(TypeError, match="Tendon: links must be a link index or a sequence"):
+        Tendon(1.0, (0.0, 0.0))
+    assert Tendon(0, (0.0, 0.0), order=np.int64(3)).order == 3
+    with pytest.raises(ValueError, match="Tendon: order must be an integer >= 1, got 2.5"):
+        Tendon(0, (0.0, 0.0), order=2.5)
     with pytest.raises(ValueError, match="exactly one of offset"):
         Tendon([0], (0.0, 0.0), paths=[lambda s: s])
     with pytest.raises(ValueError, match="one path per link"):

@@ -21,7 +21,13 @@ from jax import Array
 
 from ._articulated import articulated_accelerations, choose_solver
 from ._cache import jit
-from ._constraints import Constraint, check_constraints, constrained_accelerations
+from ._checks import as_scalar
+from ._constraints import (
+    Constraint,
+    check_constraints,
+    check_constraints_at,
+    constrained_accelerations,
+)
 from ._controller import Controller
 from ._derivatives import linearized_terms, residual_derivatives
 from ._dynamics import DynamicsTerms, actuation, solve_accelerations, terms
@@ -251,7 +257,8 @@ def vector_field(
     loads = check_loads(robot, loads)
     if controller is not None and not callable(controller):
         raise TypeError("vector_field: controller must be a Controller, a callable or None")
-    dyn = make_dynamics(robot, loads, controller, check_constraints(constraints), solver)
+    constraints = check_constraints(constraints)
+    dyn = make_dynamics(robot, loads, controller, constraints, solver)
 
     @jit
     def evaluate(t: Array, q: Array, qd: Array) -> tuple[Array, Array]:
@@ -261,9 +268,15 @@ def vector_field(
     def f(t: Array, y: tuple[Array, Array]) -> tuple[Array, Array]:
         if not (isinstance(y, (tuple, list)) and len(y) == 2):
             raise TypeError(f"vector_field: y must be the pair (q, qd), got {type(y).__name__}")
+        t = as_scalar("vector_field: t", t)
         q, qd = check_states(robot, q=y[0], qd=y[1])
-        if is_concrete(t, q, qd):
+        if not is_concrete(t, q, qd):
+            return evaluate(t, q, qd)
+        try:
             return raise_runtime_errors(lambda: evaluate(t, q, qd), robot, {"q": q, "qd": qd})
-        return evaluate(t, q, qd)
+        except ValueError:
+            if constraints:  # a constraint that is not finite there is named first
+                check_constraints_at("vector_field", constraints, t.astype(q.dtype), q, qd)
+            raise
 
     return f

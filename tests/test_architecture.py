@@ -203,6 +203,28 @@ def test_vector_field_refuses_bad_states(sqrt_robot, case):
         sr.vector_field(sqrt_robot)(0.0, y)
 
 
+@pytest.mark.parametrize(
+    ("t", "error", "pattern"),
+    [
+        (2 + 7j, TypeError, "vector_field: t must be real numbers"),
+        (np.nan, ValueError, "vector_field: t must be finite"),
+        (jnp.array([0.0, 1.0]), ValueError, r"vector_field: t must be a scalar, got shape \(2,\)"),
+        ("abc", TypeError, "vector_field: t must be real numbers"),
+    ],
+)
+def test_vector_field_checks_the_time(sqrt_robot, t, error, pattern):
+    y = (jnp.array([0.0, 0.3]), jnp.array([0.5, 0.1]))
+    with pytest.raises(error, match=pattern):
+        sr.vector_field(sqrt_robot)(t, y)
+
+
+def test_vector_field_names_a_constraint_that_is_not_finite(sqrt_robot):
+    bad = sr.constraints.Holonomic(lambda q: jnp.sqrt(q[1] - 0.3))  # ∂φ/∂q infinite at q1 = 0.3
+    y = (jnp.array([0.0, 0.3]), jnp.array([0.5, 0.1]))
+    with pytest.raises(ValueError, match=r"vector_field: constraints\[0\] \(Holonomic\) is not"):
+        sr.vector_field(sqrt_robot, constraints=bad)(0.0, y)
+
+
 def test_vector_field_promotes_and_checks_its_output(sqrt_robot):
     f = sr.vector_field(sqrt_robot)
     qd = jnp.array([0.5, 0.1])

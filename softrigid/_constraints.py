@@ -47,7 +47,7 @@ from ._dynamics import DynamicsTerms, terms
 from ._entry import PREFIX, algorithm, check_positive_definite, raise_runtime_errors
 from ._model import Robot
 from ._module import module, static
-from .kinematics._base import user_array
+from .kinematics._base import trace_user, user_array
 
 __all__ = [
     "AccelerationForm",
@@ -59,6 +59,7 @@ __all__ = [
     "check_constraints_at",
     "constrained_accelerations",
     "constrained_forward_dynamics",
+    "trace_constraints",
 ]
 
 
@@ -200,6 +201,21 @@ def check_constraints(constraints: Any) -> tuple[Constraint, ...]:
     return as_tuple_of(constraints, Constraint, "constraints", what)
 
 
+def trace_constraints(constraints: tuple[Constraint, ...], t: Array, q: Array, qd: Array) -> None:
+    """Each constraint traced on the state's shapes, and all of them stacked: a function JAX
+    cannot trace (NumPy on `q`), one that takes other arguments or returns the wrong shapes
+    is named (`constraints[k] (Kind)`) before the model is traced."""
+    for k, c in enumerate(constraints):
+        what = f"constraints[{k}] ({type(c).__name__})"
+        try:
+            trace_user(f"{what}: its function", "q, qd or t", c.acceleration, t, q, qd)
+        except TypeError as err:
+            if str(err).startswith(what):
+                raise
+            raise TypeError(f"{what}: {err}") from err
+    jax.eval_shape(lambda: _rows(constraints, t, q, qd, None))
+
+
 def _rows(
     constraints: tuple[Constraint, ...], t: Array, q: Array, qd: Array, where: str | None
 ) -> tuple[Array, Array]:
@@ -273,8 +289,7 @@ def _constrained_forward_dynamics(
     t: Any = 0.0,
 ) -> ConstrainedAccelerations:
     t = jnp.asarray(t, q.dtype)
-    # the constraints' shapes first: a bad one is reported before the model is traced
-    jax.eval_shape(lambda: _rows(constraints, t, q, qd, None))
+    trace_constraints(constraints, t, q, qd)  # a bad one is reported before the model is traced
     tm = terms(robot, q, qd, loads)
     return constrained_accelerations(
         robot, tm, u, constraints, t, q, qd, where="constrained_forward_dynamics"
@@ -332,5 +347,7 @@ def _checked_rows(
 def check_constraints_at(
     where: str, constraints: tuple[Constraint, ...], t: Array, q: Array, qd: Array
 ) -> None:
-    """A `ValueError` naming the first constraint that is not finite at `(t, q, q̇)` (eager)."""
+    """A `ValueError` naming the first constraint that is not finite at `(t, q, q̇)` (eager),
+    after `trace_constraints`."""
+    trace_constraints(constraints, t, q, qd)
     raise_runtime_errors(lambda: _checked_rows(constraints, t, q, qd, where))

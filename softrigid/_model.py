@@ -118,7 +118,13 @@ class Robot:
         return slice(sl.start + self.links[i].joint.n_q, sl.stop)
 
     def split(self, q: Any) -> tuple[Any, ...]:
-        """`q` cut into the per-link vectors `q_i`."""
+        """`q` `(..., n_q)` cut into the per-link vectors `q_i` `(..., n_i)`."""
+        shape = getattr(q, "shape", None)
+        if shape is None or len(shape) == 0 or shape[-1] != self.n_q:
+            raise ValueError(
+                f"Robot.split: q must have shape (..., {self.n_q}) (n_q), got "
+                f"{shape if shape is not None else type(q).__name__}"
+            )
         return tuple(q[..., s] for s in self.q_slices())
 
     def __len__(self) -> int:

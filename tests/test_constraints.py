@@ -243,6 +243,15 @@ def test_bad_constraints_are_named(unicycle):
         cfd(unicycle, q, qd, u, constraints.Nonholonomic(_rolling), t=jnp.zeros(3))
     with pytest.raises(ValueError, match="constraints must not be empty"):
         cfd(unicycle, q, qd, u, [])
+    # a function JAX cannot trace, or one of other arguments, is named (simulate too)
+    numpy_phi = constraints.Holonomic(lambda q: np.sin(q[:1]))
+    with pytest.raises(TypeError, match=r"constraints\[0\] \(Holonomic\): its function must be"):
+        cfd(unicycle, q, qd, u, numpy_phi)
+    with pytest.raises(TypeError, match=r"constraints\[1\] \(Holonomic\): .*missing 1 required"):
+        both = [constraints.Nonholonomic(_rolling), constraints.Holonomic(lambda q, t: q[:1])]
+        cfd(unicycle, q, qd, u, both)
+    with pytest.raises(TypeError, match=r"constraints\[0\] \(Holonomic\): its function must be"):
+        sr.simulate(unicycle, q, qd, 0.02, 0.01, constraints=numpy_phi)
     with pytest.raises(ValueError, match="explicit methods 'rk4' and 'semi_implicit_euler'"):
         sr.simulate(
             unicycle, q, qd, 0.1, 0.01, method="implicit_euler",

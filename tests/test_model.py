@@ -26,6 +26,12 @@ def test_coordinates_ordered_joint_then_body(robot):
     assert robot.q_slices() == (slice(0, 2),)
     chain = sr.Robot([sr.Link(joints.Free(), sr.RigidBody(1.0, jnp.zeros(3), jnp.eye(3)))] * 2)
     assert chain.n_q == 12
+    parts = chain.split(jnp.arange(24.0).reshape(2, 12))
+    assert [p.shape for p in parts] == [(2, 6), (2, 6)]
+    # a q of another length was cut silently (truncated, or empty pieces)
+    for bad in (jnp.arange(13.0), jnp.arange(1.0), 3.0):
+        with pytest.raises(ValueError, match=r"Robot.split: q must have shape \(\.\.\., 12\)"):
+            chain.split(bad)
 
 
 @pytest.mark.parametrize(

@@ -93,28 +93,18 @@ def as_float(value: Any, name: str = "value") -> Array:
     if value is None or isinstance(value, (str, bytes)) or np.iscomplexobj(value):
         # (NumPy reads None as NaN: "must be finite, got nan" named the wrong fault)
         raise TypeError(f"{name} must be real numbers, got {value!r}")
-    if _is_boolean(value):
+    errors = (TypeError, ValueError, OverflowError)
+    try:
+        # np.array copies: the model never aliases the caller's (mutable) arrays
+        arr = np.array(value) if is_concrete(value) else jnp.asarray(value)
+    except errors as err:
+        raise TypeError(f"{name} must be real numbers, got {value!r} ({err})") from None
+    if arr.dtype == np.bool_:  # a flag where a number is expected (NumPy reads it as 0/1)
         raise TypeError(f"{name} must be real numbers, got booleans {value!r}")
     try:
-        if is_concrete(value):
-            # np.array copies: the model never aliases the caller's (mutable) arrays
-            return jnp.asarray(np.array(value, dtype=float))
-        return jnp.asarray(value, dtype=float)
-    except (TypeError, ValueError) as err:
+        return jnp.asarray(arr.astype(float))
+    except errors as err:
         raise TypeError(f"{name} must be real numbers, got {value!r} ({err})") from None
-
-
-def _is_boolean(value: Any) -> bool:
-    """`True`/`False`, a NumPy or JAX boolean array, or a list of booleans (read as 0/1 by
-    NumPy: a flag passed where a number is expected)."""
-    if isinstance(value, (bool, np.bool_)):
-        return True
-    dtype = getattr(value, "dtype", None)
-    if dtype is not None:
-        return np.dtype(dtype) == np.bool_
-    if isinstance(value, (list, tuple)) and value:
-        return all(isinstance(v, (bool, np.bool_)) for v in value)
-    return False
 
 
 def check_finite(name: str, arr: Array) -> Array:

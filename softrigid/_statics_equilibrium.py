@@ -82,11 +82,19 @@ def setup(
     return robot, q.astype(dtype), u, check_loads(robot, loads)
 
 
-def check_options(tol: float, max_iter: int) -> None:
-    if not isinstance(tol, (int, float)) or isinstance(tol, bool) or not 0 < tol < 1:
+def check_options(tol: Any, max_iter: Any, throw: Any) -> tuple[float, int, bool]:
+    """The solvers' options as Python values (NumPy scalars accepted; they are compile-time
+    constants): `tol` in `(0, 1)`, `max_iter` in `[1, 2³¹)`, `throw` a boolean (a string
+    `"False"` would be read as true)."""
+    number = isinstance(tol, (int, float, np.integer, np.floating)) and not isinstance(tol, bool)
+    if not number or not 0 < tol < 1:
         raise ValueError(f"tol must be a number in (0, 1), got {tol!r}")
-    if not isinstance(max_iter, int) or isinstance(max_iter, bool) or not 1 <= max_iter < 2**31:
+    count = isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool)
+    if not count or not 1 <= max_iter < 2**31:
         raise ValueError(f"max_iter must be a positive integer below 2**31, got {max_iter!r}")
+    if not isinstance(throw, (bool, np.bool_)):
+        raise TypeError(f"throw must be True or False, got {throw!r}")
+    return float(tol), int(max_iter), bool(throw)
 
 
 def null_coordinates(jac: Any) -> tuple[list[int], float]:
@@ -209,7 +217,7 @@ def equilibrium(
             nothing holds), a failed line search, a non-finite residual, or no convergence
             within `max_iter` (never a silent last iterate).
     """
-    check_options(tol, max_iter)
+    tol, max_iter, throw = check_options(tol, max_iter, throw)
     robot, q, u, loads = setup(robot, u, q0, loads)
     eager = is_concrete(robot, u, q, loads)
     sol = (solve_jit if eager else solve_equilibrium)(

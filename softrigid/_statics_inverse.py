@@ -313,7 +313,7 @@ def inverse_statics(
     Raises:
         ValueError: bad input; with `throw`, the failures above.
     """
-    check_options(tol, max_iter)
+    tol, max_iter, throw = check_options(tol, max_iter, throw)
     robot, q, u, loads = setup(robot, u0, q0, loads, "u0")
     if not callable(output):
         raise TypeError("inverse_statics: output must be callable y(q) -> (p,)")

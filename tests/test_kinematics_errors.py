@@ -338,6 +338,14 @@ def test_traced_lengths_are_checked_and_a_basis_spans_its_rod():
     np.testing.assert_allclose(jax.jit(mass)(0.1), mass(0.1), rtol=1e-13)
     with pytest.raises(Exception, match="ConstantCurvature3D: length must be finite and positive"):
         jax.block_until_ready(jax.jit(mass)(-0.1))
+
+    def planar(length):  # its own check substituted 1.0 for a traced length
+        body = sr.SoftBody(km.PlanarConstantCurvature(length), volume, 1000.0)
+        return sr.mass_matrix(sr.Robot([sr.Link(joints.Fixed(), body)]), jnp.full(1, 0.3))
+
+    np.testing.assert_allclose(jax.jit(planar)(0.1), planar(0.1), rtol=1e-13)
+    with pytest.raises(Exception, match="PlanarConstantCurvature: length must be finite and pos"):
+        jax.block_until_ready(jax.jit(planar)(-0.1))
     # a basis laid out over twice the rod: its second piece was never reached (M singular)
     with pytest.raises(ValueError, match="basis PiecewiseConstant spans length 0.2, the rod 0.1"):
         km.Cosserat(0.1, km.PiecewiseConstant(0.2, 2, strains=("bend",)))

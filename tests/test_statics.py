@@ -454,6 +454,13 @@ def test_bad_arguments(arm):
         equilibrium(arm, tol=0.0)
     with pytest.raises(ValueError, match=r"max_iter must be a positive integer below 2\*\*31"):
         equilibrium(arm, max_iter=10**20)
+    # a flag is a boolean (the string "False" was read as true, None and 0 as false)
+    for flag in ("False", None, 0):
+        with pytest.raises(TypeError, match="throw must be True or False"):
+            equilibrium(arm, throw=flag)
+    # NumPy scalars are options like Python numbers
+    sol = equilibrium(arm, tol=np.float32(1e-6), max_iter=np.int64(20), throw=np.True_)
+    assert sol.converged
     with pytest.raises(ValueError, match="both must be the same"):
         inverse_statics(arm, lambda q: q, jnp.zeros(3))
     with pytest.raises(ValueError, match="target must be finite"):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import jax.numpy as jnp
 from jax import Array
 
@@ -11,6 +9,7 @@ from .._math import sinc
 from .._module import module, static
 from .._trig import sincos
 from ._base import Kinematics
+from ._rod import check_length
 
 __all__ = ["PlanarConstantCurvature"]
 
@@ -41,20 +40,8 @@ class PlanarConstantCurvature(Kinematics):
     has_backbone = True
 
     def __post_init__(self) -> None:
-        length = jnp.asarray(self.length, dtype=float)
-        if length.shape != ():
-            raise ValueError(
-                f"PlanarConstantCurvature: length must be a scalar, got {length.shape}"
-            )
-        try:
-            value = float(length)
-        except Exception:  # traced length: checked where concrete
-            value = 1.0
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(
-                f"PlanarConstantCurvature: length must be finite and positive, got {value}"
-            )
-        object.__setattr__(self, "length", length)
+        # finite and positive, at run time when traced (a negative traced length computed)
+        object.__setattr__(self, "length", check_length("PlanarConstantCurvature", self.length))
 
     def _section_frame(self, x3: Array, q: Array) -> tuple[Array, Array, Array, Array]:
         # Half-angle form, u = θ/2: sin θ/θ = sinc(u) cos u, (1 − cos θ)/θ = sinc(u) sin u,

@@ -12,8 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .._checks import traced_check
+from .._checks import as_float, traced_check
 from .._math import rigid_exp
+from .._module import is_concrete
 from ..quadrature._gauss import gauss_legendre
 from ._base import Kinematics
 
@@ -26,14 +27,13 @@ GAUSS2 = tuple(gauss_legendre(2)[0])
 def check_length(cls: str, length: object) -> Array:
     """A scalar length, finite and positive: checked now when concrete, by a run-time check
     where it is used when traced (a model built inside `jit`)."""
-    arr = jnp.asarray(length, dtype=float)
+    arr = as_float(length, f"{cls}: length")  # complex, text and booleans refused
     if arr.shape != ():
         raise ValueError(f"{cls}: length must be a scalar, got shape {arr.shape}")
-    try:
-        value = float(arr)
-    except Exception:  # a tracer: a run-time check where the length is used
+    if not is_concrete(arr):  # a run-time check where the length is used
         bad = ~(jnp.isfinite(arr) & (arr > 0))
         return traced_check(arr, bad, f"{cls}: length must be finite and positive")
+    value = float(arr)
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{cls}: length must be finite and positive, got {value}")
     return arr

@@ -8,11 +8,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import Array
 
-from ..._checks import as_count
-from ..._module import is_concrete, module, static
+from ..._checks import as_count, as_float, check_finite
+from ..._module import module, static
 from ...quadrature._gauss import gauss_legendre
 from .._base import trace_user
 from .._rod import check_length
@@ -67,14 +66,12 @@ class Polynomial(Modes):
     n: int = static()
 
     def __init__(self, coefficients: Any, length: Any = 1.0) -> None:
-        c = jnp.asarray(coefficients, dtype=float)
+        c = as_float(coefficients, "Polynomial: coefficients")
         if c.ndim != 2 or c.shape[0] < 1 or c.shape[1] < 1:
             raise ValueError(
                 f"Polynomial: coefficients must have shape (n_modes, degree + 1), got {c.shape}"
             )
-        if is_concrete(c) and not np.all(np.isfinite(np.asarray(c))):
-            raise ValueError(f"Polynomial: coefficients must be finite, got {np.asarray(c)}")
-        object.__setattr__(self, "coefficients", c)
+        object.__setattr__(self, "coefficients", check_finite("Polynomial: coefficients", c))
         object.__setattr__(self, "length", check_length("Polynomial", length))
         object.__setattr__(self, "n", int(c.shape[0]))
 

@@ -239,8 +239,11 @@ class Bend(Primitive):
     n_q: int = static()
 
     def __init__(self, modes: Any, axis: int = 2, n_gauss: int = 8) -> None:
-        if axis not in (1, 2):
-            raise ValueError(f"Bend: axis must be 1 or 2 (bending about x1 or x2), got {axis!r}")
+        if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool) or axis not in (1, 2):
+            raise ValueError(
+                f"Bend: axis must be the integer 1 or 2 (bending about x1 or x2), got {axis!r}"
+            )
+        axis = int(axis)
         modes = _as_modes("Bend", modes)
         object.__setattr__(self, "modes", modes)
         object.__setattr__(self, "axis", axis)

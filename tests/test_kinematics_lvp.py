@@ -521,6 +521,19 @@ def test_gripper_cavity_volume():
         lvp.compose(lvp.Bend(poly(C_LIN)), lvp.Source(poly(C_SQUARE))).cavity_volume(
             jnp.zeros(2), R_IN, L
         )
+    # its arguments are checked (a short q read clamped indices, a negative length gave a
+    # negative volume)
+    q = jnp.array([-0.4, -1e-4])  # the loop's last state: a list is read as that array
+    np.testing.assert_allclose(grip.cavity_volume([-0.4, -1e-4], R_IN, L), got, rtol=1e-15)
+    for args, error, message in [
+        ((q[:1], R_IN, L), ValueError, r"cavity_volume: q must have shape \(2,\)"),
+        ((q, np.nan, L), ValueError, "inner_radius must be finite"),
+        ((q, -R_IN, L), ValueError, "inner_radius must be non-negative"),
+        ((q, R_IN, -L), ValueError, "length must be finite and positive"),
+        ((q, R_IN, "0.1"), TypeError, "length must be real numbers"),
+    ]:
+        with pytest.raises(error, match=message):
+            grip.cavity_volume(*args)
 
 
 def test_composition_order_and_shared_coordinates():
@@ -578,6 +591,13 @@ def test_valid_range_gives_nan_and_check_names_the_condition():
         grip.check(jnp.array([[0.03, 0.0, 0.1], [0.02, 0.0, L]]), jnp.array([0.0, -(0.03**2)]))
     helicoid = lvp.helicoid_segment(L)
     assert bool(helicoid.valid(ring, jnp.zeros(8)))
+    # q is checked: a short one was clamped and reported valid, a NaN one passed
+    with pytest.raises(ValueError, match=r"Composite.valid: q must have shape \(8,\)"):
+        helicoid.valid(ring, jnp.zeros(3))
+    with pytest.raises(ValueError, match=r"Composite.check: q must have shape \(2,\)"):
+        grip.check(ring[None], jnp.zeros(1))
+    with pytest.raises(ValueError, match="primitive 0 of the composition: Stretch: q must be fin"):
+        grip.check(ring[None], jnp.array([np.nan, 0.0]))
 
 
 @pytest.mark.parametrize(

@@ -104,23 +104,25 @@ def _check_q(kin: Any, method: str, q: Any) -> None:
         )
 
 
-def _call_arguments(kin: Any, x: Any, q: Any) -> None:
+def _point_arguments(method: str, kin: Any, x: Any, q: Any) -> None:
     if jnp.shape(x) != (3,):
         raise ValueError(
-            f"{_kinematics_name(kin)}: x must be one material point of shape (3,), got "
-            f"{jnp.shape(x)} (map_points takes (K, 3))"
+            f"{_kinematics_name(kin)}.{method}: x must be one material point of shape (3,), "
+            f"got {jnp.shape(x)} (map_points takes (K, 3))"
         )
-    _check_q(kin, "__call__", q)
+    _check_q(kin, method, q)
 
 
-def _points_arguments(kin: Any, points: Any, q: Any, n_axial: int | None = None) -> None:
+def _points_arguments(
+    method: str, kin: Any, points: Any, q: Any, n_axial: int | None = None
+) -> None:
     del n_axial
     shape = jnp.shape(points)
     if len(shape) != 2 or shape[1] != 3:
         raise ValueError(
-            f"{_kinematics_name(kin)}.map_points: points must have shape (K, 3), got {shape}"
+            f"{_kinematics_name(kin)}.{method}: points must have shape (K, 3), got {shape}"
         )
-    _check_q(kin, "map_points", q)
+    _check_q(kin, method, q)
 
 
 def _backbone_arguments(kin: Any, x3: Any, q: Any) -> None:
@@ -138,8 +140,10 @@ def _distal_arguments(kin: Any, q: Any) -> None:
 # the public methods of a map and the checks of their arguments, applied where a class
 # defines the method (`Kinematics.__init_subclass__`)
 _ARGUMENT_CHECKS: dict[str, Callable[..., None]] = {
-    "__call__": _call_arguments,
-    "map_points": _points_arguments,
+    "__call__": functools.partial(_point_arguments, "__call__"),
+    "valid": functools.partial(_point_arguments, "valid"),
+    "map_points": functools.partial(_points_arguments, "map_points"),
+    "check": functools.partial(_points_arguments, "check"),
     "backbone": _backbone_arguments,
     "distal_pose": _distal_arguments,
 }
@@ -162,7 +166,8 @@ class Kinematics(abc.ABC):
     """Abstract body map `f(x, q)`. Subclasses are `@module` pytrees with a static `n_q`.
 
     The shapes of the arguments of `__call__` (`x` `(3,)`, `q` `(n_q,)`), `map_points`,
-    `backbone` and `distal_pose` are checked where a subclass defines them (at trace time: no
+    `backbone`, `distal_pose` and, for the LVP primitives, `valid` and `check` are checked
+    where a subclass defines them (at trace time: no
     cost in a compiled program), so a map called directly with the wrong number of
     coordinates raises a `ValueError` naming it instead of reading clamped indices.
 

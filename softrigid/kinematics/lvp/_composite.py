@@ -10,8 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ..._checks import as_indices
+from ..._checks import as_float, as_indices, as_scalar
 from ..._module import is_concrete, module, rounding_tolerance, static
+from .._base import _check_q
 from .._rod import check_length
 from ._primitives import Primitive, Shear, Source, Stretch, Twist
 
@@ -100,8 +101,11 @@ class Composite(Primitive):
                     f"cavity_volume: a {type(prim).__name__} acts before a Source; the cavity's "
                     "axial extent is then not a slab"
                 )
-        ri = jnp.asarray(inner_radius, dtype=float)
-        z0, z1 = jnp.zeros((), q.dtype), jnp.asarray(length, dtype=q.dtype)
+        q = as_float(q, "cavity_volume: q")
+        _check_q(self, "cavity_volume", q)
+        ri = as_scalar("cavity_volume: inner_radius", inner_radius, nonnegative=True)
+        length = check_length("cavity_volume", length)
+        z0, z1 = jnp.zeros((), q.dtype), length.astype(q.dtype)
         volume = jnp.pi * ri * ri * z1
         for prim, qp in zip(self.primitives[: last + 1], self._parts(q)):
             if isinstance(prim, Stretch):

@@ -74,7 +74,9 @@ class Primitive(Kinematics):
 
     def check(self, points: Array, q: Array) -> None:
         """Raise a `ValueError` when a point of `points` `(K, 3)` is outside the valid range at
-        `q` (call outside `jit`)."""
+        `q` (call outside `jit`), or where `q` is not finite."""
+        if not np.all(np.isfinite(np.asarray(q))):
+            raise ValueError(f"{type(self).__name__}: q must be finite, got {np.asarray(q)}")
         ok = np.asarray(jax.vmap(self.valid, in_axes=(0, None))(jnp.asarray(points), q))
         if not ok.all():
             k = int(np.argmin(ok))

@@ -144,6 +144,8 @@ class SoftBody(Body):
         pivot = volume.pivot if pivot is None else pivot
         if contact_points is None:
             contact_points = (volume.contact_a, volume.contact_b)
+        if getattr(contact_points, "shape", None) == (2, 3):  # one (2, 3) array of the pair
+            contact_points = (contact_points[0], contact_points[1])
         if not isinstance(contact_points, (tuple, list)) or len(contact_points) != 2:
             raise ValueError("SoftBody: contact_points must be a pair (x_a, x_b) of (3,) points")
         if pivot is None or contact_points[0] is None or contact_points[1] is None:
@@ -158,7 +160,8 @@ class SoftBody(Body):
                 check_material_point("SoftBody: contact_points[1]", contact_points[1]),
             ]
         )
-        if is_concrete(pts) and has_geometry(volume):
+        # a segment is a line: its contact points lie off it (the map is defined around it)
+        if is_concrete(pts) and has_geometry(volume) and volume.geometry != "segment":
             outside = ~within_envelope(volume, np.asarray(pts), tol=rounding_tolerance(pts, 1e-9))
             if outside.any():
                 which = ("pivot", "contact_points[0]", "contact_points[1]")[int(np.argmax(outside))]

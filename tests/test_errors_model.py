@@ -179,6 +179,26 @@ def test_bad_construction_raises_a_clear_error(case):
         build()
 
 
+def test_frame_points_off_a_segment_and_as_one_array():
+    # a segment is a line: its own default contact points lie off it and were refused as
+    # "outside the body" for every map without an exact distal pose
+    segment = quadrature.segment(L, 3)
+    body = sr.SoftBody(
+        lambda x, q: x + q[0] * x[2] * jnp.array([1.0, 0.0, 0.0]), segment, 1e3, n_q=1
+    )
+    given = sr.SoftBody(
+        lambda x, q: x,
+        VOLUME,
+        1000.0,
+        n_q=1,
+        pivot=(0, 0, 0.2),
+        contact_points=np.array([[0.02, 0, 0.2], [0, 0.02, 0.2]]),  # one (2, 3) array
+    )
+    for b in (body, given):
+        robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), b)])
+        assert np.all(np.isfinite(sr.mass_matrix(robot, jnp.full(robot.n_q, 0.1))))
+
+
 def test_negative_density_through_jit_is_reported():
     # a model built inside a trace cannot be checked at build time: a run-time check fires
     def mass(rho):

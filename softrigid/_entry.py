@@ -113,8 +113,14 @@ def check_states(robot: Robot, **arrays: Any) -> list[Array]:
             )
         out.append(arr)
     # one dtype for the states and the model (float32 states on a float64 model are computed
-    # in float64; convert the robot's leaves to float32 for a float32 computation)
+    # in float64); a float32 computation is one with JAX's x64 mode off
     dtype = jnp.result_type(robot.gravity, *out) if out else None
+    if dtype == jnp.float32 and jax.config.read("jax_enable_x64"):
+        raise TypeError(
+            "a float32 robot with float32 states under JAX's x64 mode: softrigid computes in "
+            "float32 with x64 off (jax.config.update('jax_enable_x64', False), or inside "
+            "`with jax.enable_x64(False):`); with x64 on, build the robot from float64 values"
+        )
     return [x.astype(dtype) for x in out]
 
 

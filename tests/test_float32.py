@@ -109,3 +109,14 @@ def test_a_float32_volume_check_names_reduced_precision_products() -> None:
     assert "default_matmul_precision" not in str(f64.value)
     with jax.enable_x64(False), pytest.raises(ValueError, match=r"default_matmul_precision"):
         build()
+
+
+def test_a_float32_robot_under_x64_is_named() -> None:
+    """With x64 on, a robot of float32 leaves and float32 states failed deep in a scan (carry
+    dtypes); float32 is computed with x64 off, float32 parameters with float64 states in
+    float64."""
+    robot = jax.tree_util.tree_map(lambda a: a.astype(np.float32), _chain(0))
+    q32 = np.zeros(4, np.float32)
+    with pytest.raises(TypeError, match="a float32 robot with float32 states under JAX's x64"):
+        sr.mass_matrix(robot, q32)
+    assert sr.mass_matrix(robot, q32.astype(np.float64)).dtype == np.float64

@@ -252,7 +252,7 @@ def check_state(name: str, value: Any, n: int) -> Array:
         raise TypeError(f"{name} must be a real array of shape ({n},), got the string {value!r}")
     try:
         arr = jnp.asarray(value)
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, OverflowError) as err:
         raise TypeError(f"{name} must be a real array of shape ({n},): {err}") from None
     if jnp.issubdtype(arr.dtype, jnp.complexfloating) or arr.dtype == jnp.bool_:
         raise TypeError(f"{name} must be real floating point, got dtype {arr.dtype}")

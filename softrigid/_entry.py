@@ -132,7 +132,12 @@ def check_inputs(robot: Robot, u: Any, dtype: Any, name: str = "u") -> Array:
     )
     if isinstance(u, str):
         raise TypeError(f"{name} must be a real array of shape ({robot.n_u},) ({what}), got {u!r}")
-    arr = jnp.asarray(u)
+    try:
+        arr = jnp.asarray(u)
+    except (TypeError, ValueError, OverflowError) as err:
+        raise TypeError(
+            f"{name} must be a real array of shape ({robot.n_u},) ({what}), got {u!r} ({err})"
+        ) from None
     if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
         raise TypeError(f"{name} must be real ({what}), got dtype {arr.dtype}")
     if arr.shape != (robot.n_u,):

@@ -228,6 +228,19 @@ def test_spatial_pcs_strain_subsets_and_rest_strain():
         (lambda: km.Monomial(L, 1, strains=None), "strains must be a name, an index"),
         (lambda: km.SpatialPCS(L, strains=None), "strains must be a name, an index"),
         (lambda: km.PlanarPCS(L, strains=None), "strains must be a name or a sequence"),
+        (
+            lambda: km.Cosserat(L, km.Monomial(L, 1), rest_strain=lambda X: jnp.zeros(6) + 1j),
+            "rest_strain '<lambda>' must return a floating-point array",
+        ),
+        (
+            lambda: km.FunctionBasis(lambda X: jnp.zeros((6, 1)) + 1j),
+            "strain basis '<lambda>' must return a floating-point array",
+        ),
+        (lambda: km.FunctionBasis(lambda X: jnp.zeros((6, 1)), n=True), "not n=True"),
+        (
+            lambda: km.FunctionBasis(lambda X: jnp.zeros((6, 1)), breakpoints="0.5"),
+            "breakpoints must be real numbers",
+        ),
         (lambda: km.PiecewiseConstant(L, 0), "n_pieces"),
         (lambda: km.FunctionBasis(lambda X: jnp.zeros((6, 2)), breakpoints=(1.5,)), r"\(0, 1\)"),
     ],
@@ -419,3 +432,12 @@ def test_cosserat_derivatives_at_zero_with_varying_strain():
         np.testing.assert_allclose(
             hess[:, :, j], (jac_fn(dq) - jac_fn(-dq)) / (2 * eps), rtol=0, atol=1e-9
         )
+
+
+def test_numpy_scalars_are_options_and_booleans_are_not_counts():
+    assert km.ConstantCurvature3D(L, elongation=np.True_).n_q == 3
+    assert km.FunctionKinematics(lambda x, q: x, np.int64(2)).n_q == 2
+    with pytest.raises(ValueError, match="n_q must be a non-negative integer, got True"):
+        km.FunctionKinematics(lambda x, q: x, True)
+    with pytest.raises(ValueError, match="n_q=True contradicts PlanarConstantCurvature.n_q=1"):
+        sr.SoftBody(km.PlanarConstantCurvature(L), quadrature.segment(L, 3), 1.0, n_q=True)

@@ -252,8 +252,10 @@ class FunctionKinematics(Kinematics):
     def __post_init__(self) -> None:
         if not callable(self.fn):
             raise TypeError(f"kinematics must be callable, got {type(self.fn).__name__}")
-        if not isinstance(self.n_q, int) or isinstance(self.n_q, bool) or self.n_q < 0:
+        count = isinstance(self.n_q, (int, np.integer)) and not isinstance(self.n_q, bool)
+        if not count or self.n_q < 0:
             raise ValueError(f"n_q must be a non-negative integer, got {self.n_q!r}")
+        object.__setattr__(self, "n_q", int(self.n_q))
         if not self.name:
             object.__setattr__(self, "name", getattr(self.fn, "__name__", repr(self.fn)))
         object.__setattr__(self, "params", copy_params(self.params))
@@ -267,7 +269,7 @@ class FunctionKinematics(Kinematics):
 def as_kinematics(kinematics: Any, n_q: int | None = None, params: Any = None) -> Kinematics:
     """Return `kinematics` as a `Kinematics`, wrapping a plain callable (which needs `n_q`)."""
     if isinstance(kinematics, Kinematics):
-        if n_q is not None and n_q != kinematics.n_q:
+        if isinstance(n_q, bool) or (n_q is not None and n_q != kinematics.n_q):
             raise ValueError(
                 f"n_q={n_q} contradicts {type(kinematics).__name__}.n_q={kinematics.n_q}"
             )

@@ -25,9 +25,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .._checks import as_count
+from .._checks import as_count, as_float
 from .._module import module, static
-from ._base import trace_user
+from ._base import trace_user, user_array
 from ._rod import check_length
 
 __all__ = [
@@ -263,9 +263,11 @@ class FunctionBasis(StrainBasis):
             raise ValueError(
                 f"strain basis {name!r} must return a (6, n) matrix for a scalar X, got {shape}"
             )
-        if n is not None and n != shape[1]:
+        if isinstance(n, bool) or (n is not None and n != shape[1]):
             raise ValueError(f"strain basis {name!r} returns {shape[1]} columns, not n={n}")
-        points = tuple(float(b) for b in breakpoints)
+        user_array(f"strain basis {name!r}", out)  # real floats (a complex basis leaked)
+        given = np.atleast_1d(np.asarray(as_float(breakpoints, "FunctionBasis: breakpoints")))
+        points = tuple(float(b) for b in given)
         if any(not 0.0 < b < 1.0 for b in points):
             raise ValueError(f"FunctionBasis: breakpoints must lie in (0, 1), got {points}")
         object.__setattr__(self, "fn", fn)

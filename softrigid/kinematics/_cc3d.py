@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from .._math import stumpffs
@@ -50,8 +51,9 @@ class ConstantCurvature3D(Rod):
     n_q: int = static()
 
     def __init__(self, length: Any, elongation: bool = True) -> None:
-        if not isinstance(elongation, bool):
+        if not isinstance(elongation, (bool, np.bool_)):
             raise TypeError(f"ConstantCurvature3D: elongation must be a bool, got {elongation!r}")
+        elongation = bool(elongation)
         object.__setattr__(self, "length", check_length("ConstantCurvature3D", length))
         object.__setattr__(self, "elongation", elongation)
         object.__setattr__(self, "n_q", 3 if elongation else 2)

@@ -12,7 +12,7 @@ from jax import Array
 
 from .._checks import as_count, as_vector
 from .._module import is_concrete, module, static
-from ._base import trace_user
+from ._base import trace_user, user_array
 from ._bases import StrainBasis, as_basis
 from ._rod import GAUSS2, Rod, check_length, zanna_step
 
@@ -90,7 +90,8 @@ class Cosserat(Rod):
         if callable(rest_strain):
             name = getattr(rest_strain, "__name__", repr(rest_strain))
             scalar = jax.ShapeDtypeStruct((), jnp.dtype(float))
-            out = trace_user(f"Cosserat: rest_strain {name!r}", "X", rest_strain, scalar)
+            what = f"Cosserat: rest_strain {name!r}"
+            out = user_array(what, trace_user(what, "X", rest_strain, scalar))
             if getattr(out, "shape", None) != (6,):
                 raise ValueError(
                     f"Cosserat: rest_strain(X) must return (6,), got {getattr(out, 'shape', out)}"

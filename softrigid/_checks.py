@@ -214,16 +214,24 @@ def as_placement(name: str, value: Any) -> tuple[Array, Array]:
 
 def copy_params(params: Any) -> Any:
     """A pytree of user parameters rebuilt with fresh arrays (containers and leaves copied), so
-    that mutating the caller's dicts or arrays later does not change the model."""
+    that mutating the caller's dicts or arrays later does not change the model. Every leaf is
+    an array or a number (they are traced): a `TypeError` names the first that is not (a
+    string leaf leaked NumPy's "Only integer scalar arrays can be converted")."""
     if params is None:
         return None
 
-    def copy(leaf: Any) -> Any:
+    def copy(path: Any, leaf: Any) -> Any:
+        if not (isinstance(leaf, (int, float, complex, np.generic)) or hasattr(leaf, "dtype")):
+            where = jax.tree_util.keystr(path)
+            raise TypeError(
+                f"params{where} must be an array or a number (params are traced), got "
+                f"{type(leaf).__name__} {leaf!r}"
+            )
         if is_concrete(leaf) and isinstance(leaf, (np.ndarray, jax.Array, np.generic)):
             return jnp.array(leaf, copy=True)
         return leaf
 
-    return jax.tree_util.tree_map(copy, params)
+    return jax.tree_util.tree_map_with_path(copy, params)
 
 
 def as_tuple_of(value: Any, kind: type, name: str, what: str) -> tuple:

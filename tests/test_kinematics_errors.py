@@ -289,6 +289,11 @@ def test_params_are_copied(model, case):
         np.testing.assert_array_equal(after, ref)
 
 
+def test_params_leaves_are_arrays_or_numbers():
+    with pytest.raises(TypeError, match=r"params\['layers'\]\[1\] must be an array or a number"):
+        km.FunctionKinematics(lambda x, q, p: x, 1, {"layers": [np.ones(2), "relu"]})
+
+
 def test_params_copy_keeps_gradients():
     def loss(w):
         kin = km.FunctionKinematics(lambda x, q, p: p * x, 1, w)

@@ -17,7 +17,7 @@ from jax import Array
 
 from ._ad import directional_pair, value_and_jacfwd
 from ._body import Body, MassMoments, Pose, VelocityMoments
-from ._checks import check_density, check_material_point
+from ._checks import check_density, check_material_point, traced_check
 from ._math import normalize, rmatvec, vee
 from ._module import is_concrete, module, rounding_tolerance, static
 from ._rows import (
@@ -137,7 +137,9 @@ class SoftBody(Body):
         _check_length(kin, volume)
         object.__setattr__(self, "sectioned", is_rod_on_product_rule(kin, volume, self.density))
         if material is not None:
-            material.validate(self)
+            check = material.validate(self)
+            if check is not None:  # traced: a run-time check where the material is used
+                object.__setattr__(self, "material", traced_check(material, *check))
 
     @staticmethod
     def _frame_points(volume: QuadratureRule, pivot: Any, contact_points: Any) -> Array:

@@ -454,6 +454,29 @@ def test_incompressible_on_non_preserving_map():
         soft(general, IncompressibleNeoHookean(1.0), n_q=3)
 
 
+def test_incompressible_on_a_map_built_inside_jit():
+    """A body built inside `jit` has traced leaves, so the volume check cannot read them: it
+    becomes a run-time check attached to the law's parameters (a force at rest and a collapsed
+    equilibrium came out before); on a volume-preserving map the values are the eager ones."""
+    helix = lvp.compose(lvp.Twist(lvp.Polynomial([[0.0, 1.0]], LENGTH)), length=LENGTH)
+
+    def force(kin, c):
+        robot = sr.Robot([sr.Link(joints.Fixed(), soft(kin(), c))])
+        return sr.elastic_force(robot, jnp.full(robot.n_q, 0.3))
+
+    def traced(kin):
+        return jax.jit(lambda c: force(kin, IncompressibleNeoHookean(c)))
+
+    good = traced(lambda: lvp.compose(lvp.Twist(lvp.Polynomial([[0.0, 1.0]], LENGTH))))
+    np.testing.assert_allclose(good(2.0), force(lambda: helix, IncompressibleNeoHookean(2.0)))
+    bad = traced(lambda: kinematics.PlanarPCS(LENGTH))
+    with pytest.raises(
+        (jax.errors.JaxRuntimeError, ValueError),
+        match="IncompressibleNeoHookean needs a volume-preserving body map, but 'PlanarPCS'",
+    ):
+        jax.block_until_ready(bad(2.0))
+
+
 def test_incompressible_on_a_map_with_a_valid_range():
     # the seed's gripper: at q ~ 0.05 N(0, I) its source coordinate (m²) closes the 12 mm
     # cavity (r² + g < 0, the map is undefined), so the volume check samples inside the map's

@@ -55,8 +55,13 @@ class Material(abc.ABC):
         s, d_q = value_and_jacfwd(lambda x: self.internal_force(body, x, qd), q)
         return s, d_q, self.damping_matrix(body, q, qd)
 
-    def validate(self, body: SoftBody) -> None:  # noqa: B027 - optional hook, no-op by default
-        """Called when a `SoftBody` is built with this material; raise on an invalid pairing."""
+    def validate(self, body: SoftBody) -> tuple[Array, str] | None:
+        """Called when a `SoftBody` is built with this material; raise on an invalid pairing.
+        Where the pairing depends on traced values (a body built inside `jit`), return the
+        run-time condition `(bad, message)` instead: the body attaches it to the material's
+        parameters, so it fires where an algorithm uses them. Default: nothing to check."""
+        del body
+        return None
 
 
 def check_eta(cls: str, eta: object) -> Array:

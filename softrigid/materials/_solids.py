@@ -28,7 +28,7 @@ from ._gradient import (
     pair_contraction,
     pair_matrix,
 )
-from ._volume import check_volume_preserving
+from ._volume import volume_preserving_at_run_time
 
 if TYPE_CHECKING:
     from .._soft_body import SoftBody
@@ -192,8 +192,8 @@ class IncompressibleNeoHookean(_Solid):
         # E : ℂ₀ : E = 4C E : E
         return 4.0 * self.C * jnp.sum(E * E)
 
-    def validate(self, body: SoftBody) -> None:
-        check_volume_preserving(body, "IncompressibleNeoHookean")
+    def validate(self, body: SoftBody) -> tuple[Array, str] | None:
+        return volume_preserving_at_run_time(body, "IncompressibleNeoHookean")
 
 
 @module

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +16,7 @@ from ._gradient import deformation_gradient
 if TYPE_CHECKING:
     from .._soft_body import SoftBody
 
-__all__ = ["check_volume_preserving"]
+__all__ = ["check_volume_preserving", "volume_preserving_at_run_time"]
 
 # Volume preservation is checked at q = 0 and at these many seeded random configurations.
 _VP_SAMPLES = 3
@@ -30,7 +30,19 @@ _REDUCED_PRECISION = (  # float32 GPU products default to TensorFloat-32 (det F 
 _VP_HALVINGS = 30
 
 
-def _sample_configurations(body: SoftBody) -> np.ndarray:
+class _Geometry(NamedTuple):
+    """What `det F` depends on: a body's map and its volume (not its density or material,
+    which may be traced while these are concrete, e.g. a modulus given inside `jit`)."""
+
+    kinematics: Any
+    volume: Any
+
+    @property
+    def n_q(self) -> int:
+        return int(self.kinematics.n_q)
+
+
+def _sample_configurations(body: _Geometry) -> np.ndarray:
     """`q = 0` and `_VP_SAMPLES` seeded `q ~ 0.05 N(0, I)`; a map with a valid range (an LVP
     composition's `valid(x, q)`, e.g. a source whose coordinate in m² must keep its cavity
     open) gets each sample halved until it is valid at every quadrature node."""
@@ -46,7 +58,7 @@ def _sample_configurations(body: SoftBody) -> np.ndarray:
 
 
 @jit
-def _inside(body: SoftBody, qs: Array) -> Array:
+def _inside(body: _Geometry, qs: Array) -> Array:
     """Whether each configuration of `qs` `(S, n_q)` is in the map's valid range at every
     quadrature node `(S,)`: one compiled program, loaded from the persistent cache in a later
     process (on the helicoid segment's 165 nodes 0.19 s with the cache and 0.43 s without,
@@ -56,21 +68,49 @@ def _inside(body: SoftBody, qs: Array) -> Array:
 
 
 @jit
-def _jacobian_determinants(body: SoftBody, qs: Array) -> Array:
+def _jacobian_determinants(body: _Geometry, qs: Array) -> Array:
     """`det F` at the quadrature nodes `(S, K)` for the configurations `qs` `(S, n_q)`."""
     return jax.vmap(lambda q: jnp.linalg.det(deformation_gradient(body, q)))(qs)
+
+
+def volume_preserving_at_run_time(body: SoftBody, where: str) -> tuple[Array, str] | None:
+    """For a body whose map or volume is traced (built inside `jit`), where
+    `check_volume_preserving` cannot read values: the run-time condition `(bad, message)`
+    that `det F = 1` fails at a quadrature node at `q = 0` or at the seeded samples of
+    `check_volume_preserving` (those outside the map's valid range, where `det F` is not
+    finite, are skipped: they cannot be halved into it at run time); the material attaches it
+    to its parameters (`SoftBody`). `None` for a concrete one, checked at once instead."""
+    geometry = _Geometry(body.kinematics, body.volume)
+    if is_concrete(geometry):
+        check_volume_preserving(body, where)
+        return None
+    rng = np.random.default_rng(0)
+    qs = np.concatenate(
+        [np.zeros((1, body.n_q)), _VP_SCALE * rng.standard_normal((_VP_SAMPLES, body.n_q))]
+    )
+    det = _jacobian_determinants(geometry, jnp.asarray(qs, body.volume.points.dtype))
+    off = jnp.abs(det - 1.0) > rounding_tolerance(det, _VP_TOL)
+    bad = jnp.any(off[1:] & jnp.isfinite(det[1:])) | jnp.any(off[0] | ~jnp.isfinite(det[0]))
+    name = getattr(body.kinematics, "name", "") or type(body.kinematics).__name__
+    return bad, (
+        f"{where} needs a volume-preserving body map, but {name!r} has det F ≠ 1 at q = 0 or "
+        "at seeded configurations"
+    )
 
 
 def check_volume_preserving(body: SoftBody, where: str) -> None:
     """Raise `ValueError` unless `det F = 1` (to 1e-8, or 100 units of float32 rounding in
     float32) at every quadrature node of `body` at `q = 0` and at three seeded random
     configurations `q ~ 0.05 N(0, I)` (halved into the map's valid range when it has one): a
-    necessary test, cheap enough for every build; skipped when the body is traced."""
-    if not is_concrete(body):
+    necessary test, cheap enough for every build; made whenever the map and the volume are
+    concrete (a modulus or a density traced inside `jit` does not skip it), skipped when
+    they are traced."""
+    geometry = _Geometry(body.kinematics, body.volume)
+    if not is_concrete(geometry):
         return
     name = getattr(body.kinematics, "name", "") or type(body.kinematics).__name__
-    qs = _sample_configurations(body)
-    dets = np.asarray(_jacobian_determinants(body, jnp.asarray(qs)))
+    qs = _sample_configurations(geometry)
+    dets = np.asarray(_jacobian_determinants(geometry, jnp.asarray(qs)))
     for q, det in zip(qs, dets):
         if not np.all(np.isfinite(det)):
             raise ValueError(

@@ -289,6 +289,16 @@ def test_params_are_copied(model, case):
         np.testing.assert_array_equal(after, ref)
 
 
+def test_a_map_indexing_past_n_q_is_named():
+    # JAX clamps q[1] on a (1,) q to q[0]: the body moved with the wrong coordinate
+    def bend(x, q):
+        return x + q[0] * x[2] * jnp.array([0.0, 0.0, 1.0]) + q[1] * x[2] * jnp.array([1, 0, 0])
+
+    with pytest.raises(ValueError, match=r"kinematics 'bend' indexes past its arguments .*index 1"):
+        sr.SoftBody(bend, VOLUME, 1000.0, n_q=1)
+    assert sr.SoftBody(bend, VOLUME, 1000.0, n_q=2).n_q == 2
+
+
 def test_params_leaves_are_arrays_or_numbers():
     with pytest.raises(TypeError, match=r"params\['layers'\]\[1\] must be an array or a number"):
         km.FunctionKinematics(lambda x, q, p: x, 1, {"layers": [np.ones(2), "relu"]})

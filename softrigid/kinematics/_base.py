@@ -17,9 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
+from jax.experimental import checkify
 
 from .._checks import copy_params
-from .._module import module, static
+from .._module import is_concrete, module, static
 
 __all__ = ["FunctionKinematics", "Kinematics", "as_kinematics"]
 
@@ -311,4 +312,21 @@ def check_map(kin: Kinematics, dtype: Any = float) -> None:
         raise TypeError(
             f"kinematics {name!r} must return a real floating-point position, got dtype "
             f"{out.dtype} (a complex or integer map has no real derivatives)"
+        )
+    if isinstance(kin, FunctionKinematics) and is_concrete(kin.params):
+        _check_indices(kin, name, dtype)
+
+
+def _check_indices(kin: FunctionKinematics, name: str, dtype: Any) -> None:
+    """A `ValueError` where a user map indexes `x` or `q` out of bounds (e.g. `q[1]` with
+    `n_q = 1`): JAX clamps such an index silently, so the body would move with another
+    coordinate. Found by `checkify`'s index checks on one evaluation at zeros."""
+    checked = checkify.checkify(kin.__call__, errors=checkify.index_checks)
+    err, _ = checked(jnp.zeros(3, dtype), jnp.zeros(kin.n_q, dtype))
+    message = err.get()
+    if message is not None:
+        raise ValueError(
+            f"kinematics {name!r} indexes past its arguments (x (3,), q ({kin.n_q},)): "
+            f"{message.strip().rstrip('.')}; JAX would clamp the index silently. Give n_q= the "
+            "number of coordinates the map reads"
         )

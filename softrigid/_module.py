@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import jax
 import numpy as np
+from jax._src import core as jax_core  # trace_state_clean: no public equivalent
 
 __all__ = ["is_concrete", "module", "rounding_tolerance", "static"]
 
@@ -90,6 +91,13 @@ def is_concrete(*values: Any) -> bool:
     """True when none of `values` is a JAX tracer (so Python-level checks can read them)."""
     leaves = jax.tree_util.tree_leaves(values)
     return not any(isinstance(v, jax.core.Tracer) for v in leaves)
+
+
+def runs_eagerly(*values: Any) -> bool:
+    """True when `values` are concrete and the call is outside every JAX transformation: a
+    user function (a controller, an output) may close over a tracer of a `grad` or `vmap`
+    around the call, which `is_concrete` of the arguments cannot see."""
+    return jax_core.trace_state_clean() and is_concrete(*values)
 
 
 def rounding_tolerance(value: Any, floor: float) -> float:

@@ -45,7 +45,7 @@ from ._integrators import (
 )
 from ._loads import check_loads
 from ._model import Robot
-from ._module import is_concrete
+from ._module import is_concrete, runs_eagerly
 from ._radau import BDF, Adaptive, Radau, simulate_adaptive
 from ._run_failures import check_run, raise_failed_step
 
@@ -179,6 +179,14 @@ _run_jit = jit(_run, static_argnames=_STATIC)
 _run_jit_batched = jit(chunked(_run), static_argnames=_STATIC)
 
 
+def _rounding(value: Any) -> float:
+    """The relative rounding of a time given in `value`'s floating type (float64's for Python
+    numbers and integers)."""
+    dtype = getattr(value, "dtype", None)
+    floating = dtype is not None and np.issubdtype(dtype, np.floating)
+    return float(np.finfo(dtype if floating else np.float64).eps)
+
+
 def _positive_number(name: str, value: Any) -> float:
     """A finite positive time known at trace time (it fixes the number of steps)."""
     if isinstance(value, (bool, np.bool_)) or not is_concrete(value):
@@ -299,14 +307,20 @@ def simulate(
         raise TypeError(
             "simulate: controller must be a Controller, a callable u(t, q, qd), or None"
         )
+    if not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(f"simulate: progress must be True or False, got {progress!r}")
+    progress = bool(progress)
+    eps = max(_rounding(t_final), _rounding(dt))
     t_final = _positive_number("t_final", t_final)
     dt = _positive_number("dt", dt)
     period = _control_period(control_period, dt)
-    n_steps = max(1, math.ceil(t_final / dt - 1e-9))
+    ratio = t_final / dt
+    # t_final a multiple of dt to the inputs' rounding (float32 times: 0.3 / 0.1 = 3.00000007)
+    n_steps = max(1, math.ceil(ratio - max(1e-9, 8.0 * ratio * eps))) if ratio < 2**63 else 2**63
     record = (2 * robot.n_q + robot.n_u) * (n_steps + 1) * q0.dtype.itemsize
     if n_steps >= 2**31 or record > _MAX_RECORD_BYTES:
         raise ValueError(
-            f"simulate: t_final / dt = {t_final:.3g} / {dt:.3g} asks for {n_steps:.3g} steps, "
+            f"simulate: t_final / dt = {t_final:.3g} / {dt:.3g} asks for {ratio:.3g} steps, "
             f"whose record ({record / 2**30:.3g} GiB) exceeds the limit of "
             f"{_MAX_RECORD_BYTES / 2**30:.0f} GiB; simulate in shorter pieces or with a larger dt"
         )
@@ -319,7 +333,7 @@ def simulate(
         )
     policy = controller if isinstance(controller, Controller) else None
     static_law = None if policy is not None else controller
-    eager = is_concrete(q0, qd0, robot, loads, policy, constraints)
+    eager = runs_eagerly(q0, qd0, robot, loads, policy, constraints)
     if has_charts(robot):
         # the start in the joints' charts away from their singularities, as after every step
         # (a rotation vector at |φ| = 2π leaves M singular there: no step could start)
@@ -341,7 +355,7 @@ def simulate(
                 period,
                 eager,
                 solver,
-                bool(progress),
+                progress,
             )
         )
     # traced (inside the user's jit/vmap/grad): the run-time check inside the program reports a
@@ -364,7 +378,7 @@ def simulate(
         static_law,
         period,
         not eager,
-        bool(progress),
+        progress,
         solver,
     )
     if eager and progress:

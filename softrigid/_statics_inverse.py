@@ -28,7 +28,7 @@ from ._cache import jit
 from ._checks import as_float, raise_if, status_is
 from ._entry import trial_evaluations
 from ._model import Robot
-from ._module import is_concrete
+from ._module import is_concrete, runs_eagerly
 from ._statics_equilibrium import check_options, null_coordinates, raise_failure, setup
 from ._statics_newton import CONVERGED, newton, solve_jit
 from .kinematics._base import trace_user, user_array
@@ -284,7 +284,10 @@ def inverse_statics(
     above the tolerance, e.g. an unreachable target) gives `status = 2` (`converged` false)
     and, eagerly with `throw`, a `RuntimeWarning` with the error. The inputs are
     unconstrained: a negative tendon tension in the result means the target needs a push (add
-    an antagonistic tendon). Runs under `jit`/`vmap` (one `lax.while_loop`).
+    an antagonistic tendon). Runs under `jit`/`vmap` (one `lax.while_loop`), and under
+    forward-mode differentiation (`jax.jvp`, `jax.jacfwd`, also of values the output function
+    closes over), through the iterations; JAX's reverse mode (`jax.grad`) does not go through
+    a `while_loop`.
 
     Arguments: the outputs and their targets (what is given) are the only positional
     arguments after the robot; the initial guesses `q0`, `u0` and the options are
@@ -337,7 +340,7 @@ def inverse_statics(
         if weights is None
         else _positive_vector("weights", weights, target.shape)
     )
-    eager = is_concrete(robot, q, u, loads, target, w)
+    eager = runs_eagerly(robot, q, u, loads, target, w)
     args = (robot, loads, output, target, w, q, u, float(damping), tol, max_iter)
     sol = _lm_jit(*args) if eager else _levenberg_marquardt(*args)
     if not throw:

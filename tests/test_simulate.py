@@ -1,5 +1,6 @@
 """The fixed-step integrators: convergence order and energy behaviour on a pendulum."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -57,6 +58,32 @@ def test_progress_report(pendulum, capsys):
     sr.simulate(pendulum, z, z, 0.2, 0.01, progress=True)
     out = capsys.readouterr().out
     assert "t = 0.2 / 0.2 s" in out and "real-time factor" in out
+
+
+def test_progress_is_a_boolean_and_float32_times_count_their_steps(pendulum):
+    z = jnp.zeros(1)
+    with pytest.raises(TypeError, match="simulate: progress must be True or False, got 'no'"):
+        sr.simulate(pendulum, z, z, 0.2, 0.01, progress="no")
+    # 0.3 / 0.1 in float32 is 3.00000007: three steps, not four
+    traj = sr.simulate(pendulum, z, z, np.float32(0.3), np.float32(0.1))
+    assert traj.t.shape == (4,)
+    with pytest.raises(ValueError, match="asks for inf steps"):
+        sr.simulate(pendulum, z, z, 1.0, 5e-324)
+
+
+def test_a_controller_closing_over_a_tracer(pendulum):
+    """grad and vmap around simulate, with a controller that closes over the traced gain: the
+    eager path's failure report read the trajectory with NumPy (a TracerArrayConversionError)."""
+
+    def final(k):
+        law = lambda t, q, qd: -k * q  # noqa: E731
+        return sr.simulate(pendulum, jnp.array([0.1]), jnp.zeros(1), 0.05, 0.01, law).q[-1, 0]
+
+    eps = 1e-6
+    np.testing.assert_allclose(
+        jax.grad(final)(2.0), (final(2.0 + eps) - final(2.0 - eps)) / (2 * eps), rtol=1e-6
+    )
+    np.testing.assert_allclose(jax.vmap(final)(jnp.array([1.0, 2.0])), [final(1.0), final(2.0)])
 
 
 def test_simulate_errors(pendulum):

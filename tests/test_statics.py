@@ -502,3 +502,15 @@ def test_inverse_statics_with_redundant_inputs_keeps_their_split():
             assert sol.converged
             np.testing.assert_allclose(sum(sol.u), k * np.arcsin(0.99), rtol=1e-10)
             np.testing.assert_allclose(sol.u[0] - sol.u[1], u0[0] - u0[1], atol=1e-12)
+
+
+def test_inverse_statics_forward_mode_through_an_output_closure(sideways_rod):
+    # the output closes over the traced offset: under jacfwd the call ran its eager path and
+    # read a tracer (ConcretizationTypeError); forward mode goes through the iterations
+    def tension(offset):
+        out = inverse_statics(sideways_rod, lambda q: q[:1] + offset, jnp.array([0.2]), tol=1e-12)
+        return out.u[0]
+
+    eps = 1e-6
+    fd = (tension(eps) - tension(-eps)) / (2 * eps)
+    np.testing.assert_allclose(jax.jacfwd(tension)(0.0), fd, rtol=1e-6)

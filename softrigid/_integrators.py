@@ -25,6 +25,7 @@ step by the implicit function theorem. The adaptive `Radau` is in `softrigid._ra
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Callable
 from typing import ClassVar, NamedTuple
 
@@ -45,6 +46,11 @@ __all__ = [
     "SemiImplicitEuler",
     "State",
 ]
+
+
+def _real(value: object) -> bool:
+    """A Python number that is not a boolean (`True` read as `1` was a tolerance)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class State(NamedTuple):
@@ -140,11 +146,12 @@ class Implicit(Integrator):
         name = type(self).__name__
         if self.newton not in ("modified", "full"):
             raise ValueError(f"{name}: newton must be 'modified' or 'full', got {self.newton!r}")
-        if not (isinstance(self.theta_max, (int, float)) and 0.0 < self.theta_max < 1.0):
+        if not (_real(self.theta_max) and 0.0 < self.theta_max < 1.0):
             raise ValueError(f"{name}: theta_max must be in (0, 1), got {self.theta_max!r}")
-        if not (isinstance(self.tol, (int, float)) and self.tol > 0):
-            raise ValueError(f"{name}: tol must be a positive number, got {self.tol!r}")
-        if not (isinstance(self.max_iter, int) and 1 <= self.max_iter < 2**31):
+        if not (_real(self.tol) and 0 < self.tol < math.inf):
+            raise ValueError(f"{name}: tol must be a finite positive number, got {self.tol!r}")
+        count = isinstance(self.max_iter, int) and not isinstance(self.max_iter, bool)
+        if not (count and 1 <= self.max_iter < 2**31):
             raise ValueError(
                 f"{name}: max_iter must be a positive integer below 2**31, got {self.max_iter!r}"
             )
@@ -231,7 +238,7 @@ class GeneralizedAlpha(Implicit):
 
     def __post_init__(self) -> None:
         self.check_options()
-        if not (isinstance(self.rho_inf, (int, float)) and 0.0 <= self.rho_inf <= 1.0):
+        if not (_real(self.rho_inf) and 0.0 <= self.rho_inf <= 1.0):
             raise ValueError(f"GeneralizedAlpha: rho_inf must be in [0, 1], got {self.rho_inf!r}")
 
     def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array, Array]:

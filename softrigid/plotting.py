@@ -82,11 +82,21 @@ def _trajectory(where: str, traj: Any) -> tuple[np.ndarray, np.ndarray]:
             f"{type(traj).__name__}"
         )
     t, q = np.asarray(traj.t), np.asarray(traj.q)
+    for name, value in (("t", t), ("q", q)):
+        if not (np.issubdtype(value.dtype, np.floating) or np.issubdtype(value.dtype, np.integer)):
+            raise TypeError(f"{where}: traj.{name} must be real numbers, got dtype {value.dtype}")
     if t.ndim != 1 or q.ndim != 2 or q.shape[0] != t.shape[0] or t.size == 0:
         raise ValueError(
             f"{where}: traj must hold S ≥ 1 times t (S,) and configurations q (S, n_q), got "
             f"t {t.shape}, q {q.shape}"
         )
+    for name, value in (("t", t), ("q", q)):
+        if not np.all(np.isfinite(value)):
+            first = np.argwhere(~np.isfinite(value))[0].tolist()
+            raise ValueError(
+                f"{where}: traj.{name} is not finite at {first} (a diverged run?): plot the "
+                "samples before it"
+            )
     return t, q
 
 

@@ -541,8 +541,14 @@ def test_newton_options_are_checked():
     # past int32 JAX raised an OverflowError naming an argument path ("y")
     with pytest.raises(ValueError, match=r"max_iter must be a positive integer below 2\*\*31"):
         GeneralizedAlpha(max_iter=10**20)
-    with pytest.raises(ValueError, match="tol must be a positive number"):
+    with pytest.raises(ValueError, match="tol must be a finite positive number"):
         GeneralizedAlpha(tol=-1.0)
+    # an infinite tolerance stopped Newton after one iterate; booleans were read as 0/1
+    for options in ({"tol": float("inf")}, {"tol": True}, {"max_iter": True}):
+        with pytest.raises(ValueError, match="must be a"):
+            ImplicitEuler(**options)
+    with pytest.raises(ValueError, match=r"rho_inf must be in \[0, 1\], got True"):
+        GeneralizedAlpha(rho_inf=True)
 
 
 def test_a_chart_change_drops_the_kept_matrix():

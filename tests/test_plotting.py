@@ -66,3 +66,12 @@ def test_plots_name_bad_trajectories_labels_and_times(tmp_path):
     with pytest.raises(ValueError, match=r"times must be finite numbers, got \[nan\]"):
         plotting.plot_snapshots(robot, traj, tmp_path / "s.png", times=[np.nan])
     assert plotting.plot_snapshots(robot, traj, tmp_path / "s.png", times=0.5).exists()
+    # a diverged run's NaN, a NaN time (every snapshot drew its row), complex or boolean q
+    diverged = traj._replace(q=traj.q.at[2, 0].set(jnp.nan))
+    with pytest.raises(ValueError, match=r"traj.q is not finite at \[2, 0\] \(a diverged run\?\)"):
+        plotting.plot_trajectory(diverged, tmp_path / "t.png")
+    with pytest.raises(ValueError, match=r"plot_snapshots: traj.t is not finite at \[1\]"):
+        plotting.plot_snapshots(robot, traj._replace(t=traj.t.at[1].set(jnp.nan)), tmp_path / "s")
+    for q in (traj.q + 1j, traj.q > 0):
+        with pytest.raises(TypeError, match="traj.q must be real numbers, got dtype"):
+            plotting.plot_trajectory(traj._replace(q=q), tmp_path / "t.png")

@@ -23,25 +23,32 @@ from ._entry import algorithm
 from ._math import vee
 from ._model import Robot
 from ._rigid_body import RigidBody
+from ._soft_body import SoftBody
 
 __all__ = ["inverse_dynamics", "kinetic_energy", "lagrangian", "mass_matrix", "potential_energy"]
 
 
 def _world(robot: Robot, q: Array) -> tuple[list, list]:
     """World positions and masses of soft nodes; world CoM, rotation, mass, inertia of rigid
-    bodies."""
+    bodies (other `Body` subclasses are refused: their mass points need not carry their
+    inertia)."""
     soft, rigid = [], []
     rot, trans = jnp.eye(3, dtype=q.dtype), jnp.zeros(3, dtype=q.dtype)
-    for link, qi in zip(robot.links, robot.split(q)):
+    for i, (link, qi) in enumerate(zip(robot.links, robot.split(q))):
         nj = link.joint.n_q
         rj, tj = link.joint.transform(qi[:nj])
         rot, trans = rot @ rj, trans + rot @ tj
         body, qb = link.body, qi[nj:]
         if isinstance(body, RigidBody):
             rigid.append((rot @ body.com + trans, rot, body.mass, body.inertia))
-        else:
+        elif isinstance(body, SoftBody):
             pts = body.kinematics.map_points(body.volume.points, qb, body.volume.n_axial)
             soft.append((pts @ rot.T + trans, body.mass_weights))
+        else:  # a Body of the user's: its mass points need not carry its inertia
+            raise TypeError(
+                f"lagrangian: the Euler–Lagrange baseline integrates RigidBody and SoftBody "
+                f"links; link {i} carries a {type(body).__name__}"
+            )
         rb, tb = body.distal_pose(qb)
         rot, trans = rot @ rb, trans + rot @ tb
     return soft, rigid

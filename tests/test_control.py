@@ -349,6 +349,14 @@ def test_feedforward_pd_and_phases_switch_at_the_given_times():
     np.testing.assert_allclose(run(2.0), [2.0, -2.0])
     np.testing.assert_allclose(run(0.999), ff(0.999, q, qd, tm))
 
+    class Complex(control.PD):  # a law of the user's that returns complex inputs
+        def __call__(self, t, q, qd, terms):
+            return super().__call__(t, q, qd, terms) * 1j
+
+    bad = control.Phases([1.0], [pd, Complex(1.0, 1.0, [1.0, 1.0], coordinates=[2, 0])])
+    with pytest.raises(TypeError, match="Phases: controller 1 must return real inputs"):
+        bad(0.5, q, qd, tm)  # its imaginary part was dropped by the cast to q's dtype
+
 
 @pytest.mark.parametrize("inputs", [[1], None])
 def test_pfbl_imposes_the_output_acceleration(robot, inputs):

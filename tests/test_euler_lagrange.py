@@ -15,6 +15,8 @@ import pytest
 import robots
 
 import softrigid as sr
+from softrigid import joints, lagrangian
+from softrigid._module import module, static
 
 SEEDS = (0, 1, 2)
 RTOL = 1e-12
@@ -111,3 +113,32 @@ def test_inverse_dynamics_splits_into_inertial_gravity_and_internal(case):
     iid, _ = sr.mass_inertial_inverse_dynamics(robot, q, qd, qdd)
     rest = sr.gravity_force(robot, q) + sr.elastic_force(robot, q) + sr.damping_force(robot, q, qd)
     assert _rel_err(nu, iid + rest) < RTOL
+
+
+def test_the_baseline_refuses_a_body_of_the_users():
+    # its mass points need not carry its inertia (a rigid body's are its CoM alone): the
+    # baseline read `body.kinematics` and failed with an AttributeError
+    @module
+    class Wrapped(sr.Body):
+        inner: sr.RigidBody
+        n_q: int = static(default=0)
+
+        def distal_pose(self, q):
+            return self.inner.distal_pose(q)
+
+        def position_terms(self, q):
+            return self.inner.position_terms(q)
+
+        def velocity_terms(self, data, q, qd):
+            return self.inner.velocity_terms(data, q, qd)
+
+        def map_points(self, q, points):
+            return self.inner.map_points(q, points)
+
+        def mass_points(self, q):
+            return self.inner.mass_points(q)
+
+    body = Wrapped(sr.RigidBody(1.0, (0.0, 0.0, 0.15), 1e-3 * jnp.eye(3)))
+    robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), body)])
+    with pytest.raises(TypeError, match="integrates RigidBody and SoftBody links; link 0 carries"):
+        lagrangian.mass_matrix(robot, jnp.zeros(1))

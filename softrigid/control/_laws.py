@@ -4,6 +4,7 @@ times. Collocated PFBL lives in `_pfbl`, the pieces the laws share in `_common`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -267,7 +268,15 @@ class Phases(Controller):
 
     def __call__(self, t: Array, q: Array, qd: Array, terms: DynamicsTerms) -> Array:
         index = jnp.searchsorted(self.times, t, side="right")
-        branches = [lambda c=c: c(t, q, qd, terms).astype(q.dtype) for c in self.controllers]
+
+        def phase(k: int) -> Array:
+            u = jnp.asarray(self.controllers[k](t, q, qd, terms))
+            if not (jnp.issubdtype(u.dtype, jnp.floating) or jnp.issubdtype(u.dtype, jnp.integer)):
+                # (cast to q's dtype, a complex u lost its imaginary part)
+                raise TypeError(f"Phases: controller {k} must return real inputs, got {u.dtype}")
+            return u.astype(q.dtype)
+
+        branches = [functools.partial(phase, k) for k in range(len(self.controllers))]
         return jax.lax.switch(index, branches)
 
     def switch_times(self) -> tuple[float, ...]:

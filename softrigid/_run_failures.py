@@ -5,11 +5,13 @@ iteration did not converge) or because the closed loop is not defined at the ste
 singular mass matrix, a body whose terms are not finite there, a controller that returns NaN.
 No step size helps with the second. So besides the run-time check of a fixed-step run (also
 under `jit`/`vmap`: `check_run`, which names the window of the first failure), an eager run
-evaluates the closed loop at the last finite state, the start of the failed step
-(`raise_failed_step`): where its inputs `u` or accelerations `q̈` are not finite there, the
-error names the first bad input or coordinate and the first link whose terms are not finite
-(`diagnose`), instead of asking for a smaller `dt`. The scipy methods check each span's first
-state with the same message (`check_accelerations`).
+evaluates the closed loop at the last finite state, the start of the failed step, at the
+step's start and at its stages' times (`raise_failed_step`): where its inputs `u` or
+accelerations `q̈` are not finite there, the error names the first bad input or coordinate and
+the first link whose terms are not finite (`diagnose`), instead of asking for a smaller `dt`.
+A state that had grown a millionfold before the failure is reported as the method's blow-up
+(`q̈` overflows there; a smaller `dt` or an implicit method helps). The scipy methods check
+each span's first state with the same message (`check_accelerations`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ __all__ = ["WINDOWS", "check_accelerations", "check_run", "raise_failed_step"]
 
 # A run-time check under jit names one of this many windows of the run.
 WINDOWS = 50
+# A state this many times larger than the initial one (and than 1) has blown up.
+_GROWTH = 1e6
 
 
 def check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Array:
@@ -117,9 +121,17 @@ def raise_failed_step(loop: tuple, traj: Any, ok: Array, dt: float, scheme: Any)
         return
     k = int(np.argmin(finite & converged))  # ≥ 1: the initial state is finite
     start = (k - 1) * dt
-    qdd, u = _closed_loop_at(*loop, jnp.asarray(start, q.dtype), q[k - 1], qd[k - 1])
-    context = f", the start of step {k} (where the run failed; no smaller dt helps)"
-    check_accelerations("simulate", loop[0], start, q[k - 1], qd[k - 1], qdd, u, context)
+    size = max(np.max(np.abs(q[k - 1])), np.max(np.abs(qd[k - 1])))
+    if size > _GROWTH * max(1.0, np.max(np.abs(q[0])), np.max(np.abs(qd[0]))):
+        # the method blew up (q̈ overflows at such a state): not the model's fault
+        raise ValueError(_diverged(f"at t = {k * dt:.6g} s (step {k}, from |q|, |q̇| ≈ {size:.3g})"))
+    for stage in (0.0, 0.5, 1.0):  # the step's start, and its stages' times at the start state
+        t = start + stage * dt
+        qdd, u = _closed_loop_at(*loop, jnp.asarray(t, q.dtype), q[k - 1], qd[k - 1])
+        context = (
+            f", the start of step {k}" if stage == 0.0 else f", within step {k} (its start state)"
+        ) + " (where the run failed; no smaller dt helps)"
+        check_accelerations("simulate", loop[0], t, q[k - 1], qd[k - 1], qdd, u, context)
     if not converged[k]:
         when = (
             f"in the step from t = {start:.6g} s to t = {k * dt:.6g} s (step {k}, max_iter = "

@@ -31,6 +31,7 @@ from ._articulated import choose_solver
 from ._batching import chunked, under_vmap
 from ._cache import jit
 from ._charts import has_charts, rechart
+from ._checks import check_finite
 from ._closed_loop import closed_loop
 from ._constraints import Constraint, check_constraints, check_constraints_at
 from ._controller import Controller
@@ -334,6 +335,8 @@ def simulate(
     policy = controller if isinstance(controller, Controller) else None
     static_law = None if policy is not None else controller
     eager = runs_eagerly(q0, qd0, robot, loads, policy, constraints)
+    if not is_concrete(q0, qd0):  # checked at the entry when concrete; else when the run starts
+        q0, qd0 = check_finite("simulate: q0", q0), check_finite("simulate: qd0", qd0)
     if has_charts(robot):
         # the start in the joints' charts away from their singularities, as after every step
         # (a rotation vector at |φ| = 2π leaves M singular there: no step could start)

@@ -614,9 +614,8 @@ def test_fixed_step_methods_name_a_closed_loop_undefined_at_the_failed_step(meth
 
 def test_fixed_step_run_names_a_controller_undefined_at_the_failed_step(double):
     # the controller's inputs become NaN at t = 0.02 s: the semi-implicit Euler step from there
-    # (evaluated at its start only) is the first non-finite one, and the input is named (a
-    # controller that fails only inside a step keeps the message asking for a smaller dt:
-    # tests/test_errors_model.py)
+    # (evaluated at its start only) is the first non-finite one, and the input is named (one
+    # that fails inside a step is named at the stage time: tests/test_errors_model.py)
     def law(t, q, qd):
         return jnp.where(t > 0.015, jnp.nan, 0.0) * jnp.ones(2)
 

@@ -64,8 +64,9 @@ __all__ = [
 # Every runtime message starts with this, so that eager calls can re-raise it cleanly.
 PREFIX = "softrigid: "
 NON_FINITE_HINT = (
-    " The state, a body's map or its derivatives (e.g. sqrt or norm at 0, a stop_gradient, an "
-    "overflow) produced it."
+    " The state or the inputs (u, loads; checked at once in eager calls, not inside jit), a "
+    "body's map or its derivatives (e.g. sqrt or norm at 0, a stop_gradient, an overflow) "
+    "produced it."
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

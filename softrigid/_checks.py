@@ -17,6 +17,7 @@ from ._module import is_concrete, rounding_tolerance
 
 __all__ = [
     "as_count",
+    "as_flag",
     "as_float",
     "as_index",
     "as_placement",
@@ -105,6 +106,14 @@ def as_float(value: Any, name: str = "value") -> Array:
         return jnp.asarray(arr.astype(float))
     except errors as err:
         raise TypeError(f"{name} must be real numbers, got {value!r} ({err})") from None
+
+
+def as_flag(name: str, value: Any) -> bool:
+    """`value` as a Python bool, a `TypeError` naming `name` unless it is a boolean (a string
+    `"False"` or a list would be read by its truth value)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_finite(name: str, arr: Array) -> Array:

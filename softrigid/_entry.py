@@ -87,6 +87,12 @@ def trial_evaluations() -> Iterator[None]:
         _TRIAL.reset(token)
 
 
+def in_trial_evaluations() -> bool:
+    """Whether the trace is inside `trial_evaluations` (model-level run-time checks that a
+    solver's trial may fail, e.g. a chamber volume past the map's range, stand down there)."""
+    return _TRIAL.get()
+
+
 STATE_NAMES = ("q", "qd", "qdd", "nu")
 
 

@@ -31,7 +31,7 @@ from ._articulated import choose_solver
 from ._batching import chunked, under_vmap
 from ._cache import jit
 from ._charts import has_charts, rechart
-from ._checks import check_finite
+from ._checks import as_flag, check_finite
 from ._closed_loop import closed_loop
 from ._constraints import Constraint, check_constraints, check_constraints_at
 from ._controller import Controller
@@ -308,9 +308,7 @@ def simulate(
         raise TypeError(
             "simulate: controller must be a Controller, a callable u(t, q, qd), or None"
         )
-    if not isinstance(progress, (bool, np.bool_)):
-        raise TypeError(f"simulate: progress must be True or False, got {progress!r}")
-    progress = bool(progress)
+    progress = as_flag("simulate: progress", progress)
     eps = max(_rounding(t_final), _rounding(dt))
     t_final = _positive_number("t_final", t_final)
     dt = _positive_number("dt", dt)

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ._checks import raise_if
+from ._checks import as_flag, raise_if
 from ._entry import check_inputs, check_robot, check_states
 from ._loads import check_loads
 from ._model import Robot
@@ -92,9 +92,7 @@ def check_options(tol: Any, max_iter: Any, throw: Any) -> tuple[float, int, bool
     count = isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool)
     if not count or not 1 <= max_iter < 2**31:
         raise ValueError(f"max_iter must be a positive integer below 2**31, got {max_iter!r}")
-    if not isinstance(throw, (bool, np.bool_)):
-        raise TypeError(f"throw must be True or False, got {throw!r}")
-    return float(tol), int(max_iter), bool(throw)
+    return float(tol), int(max_iter), as_flag("throw", throw)
 
 
 def null_coordinates(jac: Any) -> tuple[list[int], float]:

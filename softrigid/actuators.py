@@ -22,7 +22,8 @@ import jax.numpy as jnp
 from jax import Array
 
 from ._actuator import Actuator
-from ._checks import as_index, check_index
+from ._checks import as_index, check_index, raise_if
+from ._entry import PREFIX, in_trial_evaluations
 from ._model import Robot
 from ._module import is_concrete, module, static
 from ._tendon import INSIDE_TOL, Tendon, soft_body
@@ -124,8 +125,15 @@ class PressureChamber(Actuator):
         return 1
 
     def columns(self, robot: Robot, q: Array) -> Array:
-        # A = ∂V_c/∂q
-        return jax.grad(lambda x: self.chamber_volume(robot, x))(q)[:, None]
+        # A = ∂V_c/∂q, where V_c is finite (the gradient of a NaN constant reads 0: no force)
+        volume, grad = jax.value_and_grad(lambda x: self.chamber_volume(robot, x))(q)
+        if in_trial_evaluations():  # a solver's trial rejects a non-finite one itself
+            return grad[:, None]
+        message = (
+            f"{PREFIX}PressureChamber on link {self.link}: the chamber volume V_c(q_B) is not "
+            "finite at this state (its actuation column would read 0)"
+        )
+        return raise_if(grad[:, None], ~jnp.isfinite(volume), jnp.zeros((), int), (message,))
 
     def check(self, robot: Robot) -> None:
         check_index("PressureChamber: link", self.link, robot.n_links)
@@ -142,7 +150,14 @@ class PressureChamber(Actuator):
                 )
         if self.volume is not None:
             qb = jax.ShapeDtypeStruct((body.n_q,), jnp.dtype(float))
-            out = trace_user("PressureChamber volume", "q_B", self.volume, qb)
+            try:
+                out = trace_user("PressureChamber volume", "q_B", self.volume, qb)
+            except TypeError as err:  # e.g. a string returned: JAX's own words name no argument
+                if str(err).startswith("PressureChamber"):
+                    raise
+                raise TypeError(
+                    f"PressureChamber: volume(q_B) must return a real scalar ({err})"
+                ) from None
             if getattr(out, "shape", None) != ():
                 raise ValueError(
                     f"PressureChamber: volume(q_B) must return a scalar for q_B ({body.n_q},), "

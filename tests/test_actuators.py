@@ -409,6 +409,15 @@ def test_bad_actuators(cc_chain):
         actuated(cc_chain, [JointMotor(2), "tendon"])
     with pytest.raises(ValueError, match="exactly one of region= or volume="):
         PressureChamber(0)
+    with pytest.raises(TypeError, match=r"PressureChamber: volume\(q_B\) must return a real sc"):
+        actuated(cc_chain, PressureChamber(0, volume=lambda qb: "1 l"))
+    # a volume that is NaN at the state: its gradient, the actuation column, read 0 (no force)
+    undefined = actuated(cc_chain, PressureChamber(0, volume=lambda qb: jnp.sqrt(qb[0] - 1.0)))
+    q = jnp.array([0.3, -0.2, 0.5, 0.1])
+    with pytest.raises(ValueError, match="PressureChamber on link 0: the chamber volume"):
+        actuation_matrix(undefined, q)
+    with pytest.raises((jax.errors.JaxRuntimeError, ValueError), match="chamber volume V_c"):
+        jax.block_until_ready(jax.jit(lambda x: actuation_force(undefined, x, jnp.ones(1)))(q))
 
 
 def test_actuation_matrix_differentiable_under_jit(cc_chain):

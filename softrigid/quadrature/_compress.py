@@ -34,6 +34,7 @@ import numpy as np
 from numpy.polynomial import legendre
 from scipy.optimize import nnls
 
+from .._checks import as_flag
 from .._module import is_concrete
 from ._rule import QuadratureRule
 from ._stored import Stored, load, store
@@ -383,6 +384,7 @@ def compress(
             met to 1e-10).
     """
     d = _check_degree(degree)
+    return_info = as_flag("compress: return_info", return_info)
     x, w, density = check_rule(rule)
     rho = _normalized(density)
     found = load(x, w, density, d)  # kept by an earlier process (`enable_compilation_cache`)

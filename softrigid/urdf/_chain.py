@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import joints
-from .._checks import as_float
+from .._checks import as_flag, as_float
 from .._model import Link, Robot
 from .._rigid_body import RigidBody
 from ._parse import (
@@ -141,6 +141,11 @@ def chain(
     Returns:
         A `Chain` (links, link and joint names, frames of every URDF link, joint limits).
     """
+    floating_base = as_flag("urdf: floating_base", floating_base)
+    joint_damping = as_flag("urdf: joint_damping", joint_damping)
+    for name, value in (("base", base), ("tip", tip)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"urdf: {name} must be a link name (a string), got {value!r}")
     root = _read(source)
     inertials, by_child = _tree(root)
     names = list(inertials)

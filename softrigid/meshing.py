@@ -352,10 +352,12 @@ def cylinder(
     radius = _positive_float("cylinder: radius", radius)
     length = _positive_float("cylinder: length", length)
     n_radial = as_count("cylinder: n_radial", n_radial)
-    n_angular = 6 * n_radial if n_angular is None else n_angular
+    if n_angular is None:
+        n_angular = 6 * n_radial  # 6 n_radial² section triangles: checked before building
+        _default_size("cylinder", f"n_angular = {n_angular} sides", 3 * n_radial * n_angular)
     n_angular = as_count("cylinder: n_angular", n_angular, 3)
+    levels = _layers("cylinder", length, n_axial, radius / n_radial, n_radial * n_angular)
     pts, tri, _ = disk_section(np.linspace(0.0, radius, n_radial + 1), n_angular)
-    levels = _layers("cylinder", length, n_axial, radius / n_radial, len(tri))
     return extrude(pts, tri, levels)
 
 
@@ -387,8 +389,9 @@ def tube(
         # a wall thin against its radius: 6 n_radial n_angular elements per layer
         _default_size("tube", f"n_angular = {n_angular} sides", 6 * n_radial * n_angular)
     n_angular = as_count("tube: n_angular", n_angular, 3)
+    levels = _layers("tube", length, n_axial, h, 2 * n_radial * n_angular)  # ≥ its triangles
     pts, tri, _ = disk_section(np.linspace(inner, outer, n_radial + 1), n_angular)
-    return extrude(pts, tri, _layers("tube", length, n_axial, h, len(tri)))
+    return extrude(pts, tri, levels)
 
 
 def box(size: Sequence[float], divisions: Sequence[int] = (2, 2, 4)) -> meshio.Mesh:

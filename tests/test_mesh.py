@@ -228,6 +228,10 @@ def test_slender_meshes_and_default_resolution_limits():
         ValueError, match=r"tube: the default resolution .* pass n_axial and n_angular"
     ):
         meshing.tube(1.0 - 1e-12, 1.0, 1.0)
+    # many rings with the default sides: refused before the section is built (it took 5 s
+    # for 1000 rings, minutes for more), also where n_axial is given
+    with pytest.raises(ValueError, match=r"n_angular = 18000 sides\) gives 1.62e\+08 elements"):
+        meshing.cylinder(0.1, 1.0, n_radial=3000, n_axial=1)
 
 
 def test_meshed_box_is_exact():

@@ -83,6 +83,10 @@ def test_body_meshes_errors(robot, link_mesh):
     bad = meshio.Mesh(link_mesh.points * np.nan, link_mesh.cells)
     with pytest.raises(ValueError, match=r"link 2: mesh points must be finite"):
         sio.body_meshes(robot, {2: bad})
+    # complex points lost their imaginary parts in the written file
+    complex_points = meshio.Mesh(link_mesh.points + 5j, link_mesh.cells)
+    with pytest.raises(TypeError, match=r"link 2: mesh points must be real, got dtype complex"):
+        sio.body_meshes(robot, {2: complex_points})
     rigid = sr.RigidBody(1.0, np.zeros(3), np.eye(3))
     rigid_only = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid)])
     with pytest.raises(ValueError, match="no body has a mesh to draw.*rigid bodies need meshes="):
@@ -259,6 +263,11 @@ def test_write_trajectory_errors(robot, tmp_path, args, message):
     path, t, q = args
     with pytest.raises(ValueError, match=message):
         sio.write_trajectory(tmp_path / path, robot, t, q)
+    # a data_format typo is refused whatever the suffix (a .pvd path ignored it)
+    with pytest.raises(ValueError, match="data_format must be 'XML' or 'HDF', got 'xml '"):
+        sio.write_trajectory(
+            tmp_path / "r.pvd", robot, np.zeros(2), np.zeros((2, 5)), data_format="xml "
+        )
     with pytest.raises(ValueError, match=r"path must end in \.pvd or \.xdmf"):
         sio.read_trajectory(tmp_path / "x.vtu")
 

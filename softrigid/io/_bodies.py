@@ -118,7 +118,11 @@ def body_meshes(robot: Robot, meshes: Any = None) -> tuple[meshio.Mesh | None, .
         else:
             mesh = None
         if mesh is not None:
-            pts = np.asarray(mesh.points, dtype=float)
+            raw = np.asarray(mesh.points)
+            if not (np.issubdtype(raw.dtype, np.floating) or np.issubdtype(raw.dtype, np.integer)):
+                # (a complex mesh lost its imaginary parts in the file)
+                raise TypeError(f"link {i}: mesh points must be real, got dtype {raw.dtype}")
+            pts = raw.astype(float)
             if pts.ndim != 2 or pts.shape[1] != 3 or not np.all(np.isfinite(pts)):
                 raise ValueError(f"link {i}: mesh points must be finite with shape (N, 3)")
             _check_cells(f"link {i}", mesh)

@@ -3,6 +3,7 @@ series as ParaView collections (`.pvd`, a `.vtu` per frame) or XDMF, and reading
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import warnings
 import xml.etree.ElementTree as ET
@@ -92,9 +93,14 @@ def write_trajectory(
     suffix = path.suffix.lower()
     if suffix not in (".pvd", ".xdmf"):
         raise ValueError(f"write_trajectory: path must end in .pvd or .xdmf, got {path.name!r}")
-    if suffix == ".xdmf" and data_format not in ("XML", "HDF"):
+    if data_format not in ("XML", "HDF"):  # whatever the suffix: a typo is not ignored
         raise ValueError(
             f"write_trajectory: data_format must be 'XML' or 'HDF', got {data_format!r}"
+        )
+    if suffix == ".xdmf" and data_format == "HDF" and importlib.util.find_spec("h5py") is None:
+        raise ValueError(
+            f"write_trajectory: {path.name}: data_format='HDF' needs h5py (pip install h5py); "
+            "data_format='XML' writes the same data inline"
         )
     refs = body_meshes(robot, meshes)
     qs = _configurations(robot, q, batched=True)

@@ -160,6 +160,12 @@ def test_errors(args, error, match):
         quadrature.compress(*args)
 
 
+def test_return_info_is_a_flag():
+    # "no" returned (rule, info)
+    with pytest.raises(TypeError, match="compress: return_info must be True or False, got 'no'"):
+        quadrature.compress(cylinder_rule(), 2, return_info="no")
+
+
 @pytest.mark.parametrize("bad", [0.0, -1.0, np.nan])
 def test_non_positive_weights(bad):
     rule = cylinder_rule()

@@ -236,6 +236,7 @@ def _nan(rule, a):
         ((None, near_singular, 0.01), {}, ValueError, "one leading sample axis"),
         ((None, near_singular, jnp.ones(2)), {"key": 3}, TypeError, "key must be a string"),
         ((None, lambda r, s: None, jnp.ones(2)), {}, TypeError, "integrals.* returned no arrays"),
+        ((None, near_singular, jnp.ones(2)), {"return_info": "no"}, TypeError, "return_info mu"),
     ],
 )
 def test_errors(args, kw, error, match):

@@ -354,6 +354,18 @@ def test_cycles_and_bad_sources_are_named():
         urdf.load(5)
     with pytest.raises(TypeError, match=r"attach\['b'\] must be a softrigid.Link or a sequence"):
         urdf.load(text, attach={"b": None})
+    # a byte-order mark is not a path; bytes in another encoding, a folder and names that are
+    # not strings are named; flags are booleans ("no" added a floating base)
+    assert urdf.load("\ufeff" + text).n_q == 1
+    assert urdf.load("\ufeff".encode() + text.encode()).n_q == 1
+    with pytest.raises(ValueError, match="urdf: the XML bytes are not UTF-8"):
+        urdf.load(b"\xff" + text.encode())
+    with pytest.raises(IsADirectoryError, match="is a directory, not a URDF file"):
+        urdf.load(ARM.parent)
+    with pytest.raises(TypeError, match=r"urdf: tip must be a link name \(a string\)"):
+        urdf.load(text, tip=["b"])
+    with pytest.raises(TypeError, match="urdf: floating_base must be True or False, got 'no'"):
+        urdf.load(text, floating_base="no")
 
 
 def test_pinocchio_rnea_and_crba_agree():

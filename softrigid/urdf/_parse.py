@@ -164,14 +164,19 @@ def _read(source: str | bytes | os.PathLike) -> ET.Element:
     """The `<robot>` element of a URDF file path or XML text (starting with `<`; bytes are
     read as UTF-8)."""
     if isinstance(source, (bytes, bytearray)):
-        source = source.decode("utf-8")
+        try:
+            source = bytes(source).decode("utf-8-sig")  # a byte-order mark is not text
+        except UnicodeDecodeError as err:
+            raise ValueError(f"urdf: the XML bytes are not UTF-8 ({err})") from None
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"urdf: expected a file path or the XML text, got {type(source).__name__}")
     try:
-        if isinstance(source, str) and source.lstrip().startswith("<"):
-            root = ET.fromstring(source)
+        if isinstance(source, str) and source.lstrip("\ufeff \t\r\n").startswith("<"):
+            root = ET.fromstring(source.lstrip("\ufeff"))
         else:
             path = Path(source)
+            if path.is_dir():
+                raise IsADirectoryError(f"urdf: {str(path)!r} is a directory, not a URDF file")
             if not path.is_file():
                 raise FileNotFoundError(f"urdf: no such file: {str(path)!r}")
             root = ET.parse(path).getroot()

@@ -237,6 +237,19 @@ def _nan(rule, a):
         ((None, near_singular, jnp.ones(2)), {"key": 3}, TypeError, "key must be a string"),
         ((None, lambda r, s: None, jnp.ones(2)), {}, TypeError, "integrals.* returned no arrays"),
         ((None, near_singular, jnp.ones(2)), {"return_info": "no"}, TypeError, "return_info mu"),
+        # not linear in the weights: the fit met Σ w ∂I/∂w, not I (9× off, silently)
+        (
+            (None, lambda r, s: jnp.sum(r.weights**2 * r.points[:, 2]) * s[0], jnp.ones((2, 1))),
+            {},
+            ValueError,
+            "must be linear in the rule's weights",
+        ),
+        (
+            (None, lambda r, s: jnp.sum(r.weights * r.points[:, 2]) * (1 + 1j) * s, jnp.ones(2)),
+            {},
+            TypeError,
+            "must return real floating values, got complex",
+        ),
     ],
 )
 def test_errors(args, kw, error, match):

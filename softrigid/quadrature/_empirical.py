@@ -75,10 +75,10 @@ class EmpiricalInfo(NamedTuple):
 @functools.partial(jax.jit, static_argnames="integrals")
 def _integrands(
     integrals: Callable[[QuadratureRule, Any], Any], rule: QuadratureRule, sample: Any
-) -> jax.Array:
-    """`(m, K)`: the derivatives of the `m` integral components with respect to the weights at
-    one sample (the integrands at the nodes). Module-level with `integrals` static: fitting
-    again with the same function and a rule of the same structure compiles nothing."""
+) -> tuple[jax.Array, jax.Array]:
+    """The `m` integral components `(m,)` and their derivatives with respect to the weights
+    `(m, K)` at one sample (the integrands at the nodes). Module-level with `integrals` static:
+    fitting again with the same function and a rule of the same structure compiles nothing."""
 
     def flat(weights: jax.Array) -> jax.Array:
         leaves = jax.tree.leaves(integrals(dataclasses.replace(rule, weights=weights), sample))
@@ -89,8 +89,12 @@ def _integrands(
     # ∂I/∂w row by row: one forward pass, then the pullback of the unit cotangents,
     # `_COTANGENTS` at a time (memory ∝ that many × nodes, whatever the components)
     out, pullback = jax.vjp(flat, rule.weights)
+    if not jnp.issubdtype(out.dtype, jnp.floating):
+        raise TypeError(
+            f"empirical: integrals(rule, sample) must return real floating values, got {out.dtype}"
+        )
     eye = jnp.eye(out.size, dtype=out.dtype)
-    return jax.lax.map(lambda e: pullback(e)[0], eye, batch_size=_COTANGENTS)
+    return out, jax.lax.map(lambda e: pullback(e)[0], eye, batch_size=_COTANGENTS)
 
 
 def _snapshots(
@@ -106,10 +110,23 @@ def _snapshots(
             "empirical: samples must be arrays with one leading sample axis of at least one "
             f"sample, got shapes {[leaf.shape for leaf in leaves]}"
         )
-    rows = [
-        np.asarray(_integrands(integrals, rule, jax.tree.map(lambda a, i=i: a[i], samples)))
-        for i in range(count.pop())
-    ]
+    w = np.asarray(rule.weights)
+    rows = []
+    for i in range(count.pop()):
+        values, row = (
+            np.asarray(a)
+            for a in _integrands(integrals, rule, jax.tree.map(lambda a, i=i: a[i], samples))
+        )
+        # linear in the weights, I = Σ_k w_k φ(x_k): then I = Σ_k w_k ∂I/∂w_k
+        gap = np.abs(row @ w - values)
+        if np.any(gap > 1e-9 * (np.abs(row) @ w + np.abs(values))):
+            j = int(np.argmax(gap))
+            raise ValueError(
+                f"empirical: integrals(rule, sample) must be linear in the rule's weights "
+                f"(Σ_k w_k f(x_k, sample)); at sample {i}, component {j} is {values[j]:.6g} "
+                f"but Σ_k w_k ∂I/∂w_k = {(row @ w)[j]:.6g}"
+            )
+        rows.append(row)
     return np.concatenate(rows)
 
 

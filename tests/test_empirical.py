@@ -237,6 +237,8 @@ def _nan(rule, a):
         ((None, near_singular, jnp.ones(2)), {"key": 3}, TypeError, "key must be a string"),
         ((None, lambda r, s: None, jnp.ones(2)), {}, TypeError, "integrals.* returned no arrays"),
         ((None, near_singular, jnp.ones(2)), {"return_info": "no"}, TypeError, "return_info mu"),
+        ((None, near_singular, "abc"), {}, TypeError, "empirical: samples must be arrays"),
+        ((None, lambda r, s: "x", jnp.ones(2)), {}, TypeError, r"integrals\(rule, sample\) must r"),
         # not linear in the weights: the fit met Σ w ∂I/∂w, not I (9× off, silently)
         (
             (None, lambda r, s: jnp.sum(r.weights**2 * r.points[:, 2]) * s[0], jnp.ones((2, 1))),

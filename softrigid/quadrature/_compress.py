@@ -303,9 +303,10 @@ def _fit(x: np.ndarray, w: np.ndarray, rho: np.ndarray | None, d: int) -> Stored
             if deficient
             else f"the moments are met only to {residual:.2g} (relative)"
         )
+        hint = f", e.g. from_mesh(path, degree={d})" if d <= 30 else " (from_mesh's reach 30)"
         raise ValueError(
-            f"compress: rule cannot support degree {d}: {why}; give a rule exact to degree {d}, "
-            f"e.g. from_mesh(path, degree={d})"
+            f"compress: rule cannot support degree {d}: {why}; give a rule exact to degree {d}"
+            + hint
         )
     bound = exponents.shape[0] * (1 if rho is None else 2)
     return Stored(idx, u, residual, rank, bound)

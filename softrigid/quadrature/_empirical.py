@@ -84,7 +84,12 @@ def _integrands(
         leaves = jax.tree.leaves(integrals(dataclasses.replace(rule, weights=weights), sample))
         if not leaves:
             raise TypeError("empirical: integrals(rule, sample) returned no arrays")
-        return jnp.concatenate([jnp.ravel(jnp.asarray(v)) for v in leaves])
+        try:
+            return jnp.concatenate([jnp.ravel(jnp.asarray(v)) for v in leaves])
+        except TypeError as err:  # e.g. a string: JAX's words name no argument
+            raise TypeError(
+                f"empirical: integrals(rule, sample) must return arrays ({err})"
+            ) from None
 
     # ∂I/∂w row by row: one forward pass, then the pullback of the unit cotangents,
     # `_COTANGENTS` at a time (memory ∝ that many × nodes, whatever the components)
@@ -102,7 +107,10 @@ def _snapshots(
 ) -> np.ndarray:
     """`(S m, K)`: `_integrands` at each of the `S` samples (a pytree with a leading sample
     axis), one sample at a time (the intermediates of one sample's passes, not of all)."""
-    samples = jax.tree.map(jnp.asarray, samples)
+    try:
+        samples = jax.tree.map(jnp.asarray, samples)
+    except TypeError as err:
+        raise TypeError(f"empirical: samples must be arrays (a pytree of them) ({err})") from None
     leaves = jax.tree.leaves(samples)
     count = {leaf.shape[0] if leaf.ndim else None for leaf in leaves}
     if len(count) != 1 or None in count or 0 in count:

@@ -268,8 +268,8 @@ def extrude(
     if keep is None:
         keep = np.ones((n_layers, n_tri), dtype=bool)
     keep = np.asarray(keep)
-    if keep.dtype.kind not in "biu":
-        raise TypeError(f"extrude: keep must be an array of booleans, got dtype {keep.dtype}")
+    if keep.dtype.kind not in "biu" or not np.all((keep == 0) | (keep == 1)):
+        raise TypeError(f"extrude: keep must be booleans (or 0/1), got {keep.dtype} {keep}")
     keep = keep.astype(bool)
     if keep.shape != (n_layers, n_tri):
         raise ValueError(f"extrude: keep must have shape ({n_layers}, {n_tri}), got {keep.shape}")

@@ -366,6 +366,11 @@ def test_cycles_and_bad_sources_are_named():
         urdf.load(text, tip=["b"])
     with pytest.raises(TypeError, match="urdf: floating_base must be True or False, got 'no'"):
         urdf.load(text, floating_base="no")
+    inverted = text.replace(
+        "</joint>", '<limit lower="1" upper="-1" effort="5" velocity="1"/></joint>'
+    )
+    with pytest.raises(ValueError, match="joint 'ab' <limit>: lower 1.0 exceeds upper -1.0"):
+        urdf.load(inverted)
 
 
 def test_pinocchio_rnea_and_crba_agree():

@@ -123,12 +123,17 @@ def _inertial(name: str, link: ET.Element) -> _Inertial | None:
 def _limits(where: str, elem: ET.Element | None) -> Limits | None:
     if elem is None:
         return None
-    return Limits(
+    limits = Limits(
         *(
             float(_floats(where + " <limit>", elem, k, 1, (np.nan,))[0])
             for k in ("lower", "upper", "effort", "velocity")
         )
     )
+    if limits.lower > limits.upper:  # (NaN, an absent bound, compares false)
+        raise ValueError(f"{where} <limit>: lower {limits.lower} exceeds upper {limits.upper}")
+    if limits.effort < 0 or limits.velocity < 0:
+        raise ValueError(f"{where} <limit>: effort and velocity must be non-negative, got {limits}")
+    return limits
 
 
 def _joint(elem: ET.Element) -> _Joint:

@@ -125,10 +125,14 @@ def _snapshots(
             np.asarray(a)
             for a in _integrands(integrals, rule, jax.tree.map(lambda a, i=i: a[i], samples))
         )
-        # linear in the weights, I = Σ_k w_k φ(x_k): then I = Σ_k w_k ∂I/∂w_k
+        # linear in the weights, I = Σ_k w_k φ(x_k): then I = Σ_k w_k ∂I/∂w_k, to rounding of
+        # the terms' sizes (and of the largest component's: a component that cancels to 1e-22
+        # beside one of 1e10 is rounding)
         gap = np.abs(row @ w - values)
-        if np.any(gap > 1e-9 * (np.abs(row) @ w + np.abs(values))):
-            j = int(np.argmax(gap))
+        size = np.abs(row) @ w + np.abs(values)
+        excess = gap / (1e-8 * size + 1e-12 * np.max(size, initial=0.0) + np.finfo(float).tiny)
+        if np.any(excess > 1.0):
+            j = int(np.argmax(excess))
             raise ValueError(
                 f"empirical: integrals(rule, sample) must be linear in the rule's weights "
                 f"(Σ_k w_k f(x_k, sample)); at sample {i}, component {j} is {values[j]:.6g} "

@@ -194,6 +194,7 @@ class Adaptive:
                 try:
                     stepper.step()
                 except ValueError as err:  # scipy's own check of its arrays (an LU of NaN)
+                    _name_the_closed_loop(self.name, args[0], rhs, a, stepper, n)
                     raise ValueError(
                         f"simulate: method {self.name!r} failed at t = {a + stepper.t:.6g} s: "
                         f"scipy's {self.scipy_method} met a non-finite iteration matrix or "
@@ -201,6 +202,7 @@ class Adaptive:
                     ) from err
                 t = b if stepper.status == "finished" else a + stepper.t
                 if stepper.status == "failed" or not np.isfinite(stepper.y).all():
+                    _name_the_closed_loop(self.name, args[0], rhs, a, stepper, n)
                     raise ValueError(
                         f"simulate: method {self.name!r} failed at t = {t:.6g} s: "
                         "the step size became too small or the state non-finite"
@@ -334,3 +336,27 @@ def simulate_adaptive(
         u = _grid_inputs((robot, loads, policy, law, solver), times.astype(q.dtype), y)
     t, q, qd = (jnp.asarray(x, q0.dtype) for x in (times, q, qd))
     return t, q, qd, jnp.asarray(u, q0.dtype)
+
+
+def _name_the_closed_loop(
+    method: str, robot: Any, rhs: Callable[[float, Any], Any], a: float, stepper: Any, n: int
+) -> None:
+    """Where a scipy stepper failed inside a span: the closed loop at its last accepted state
+    and the times of the step it was trying (`check_accelerations`), so that a controller or a
+    model that is not defined there is named instead of the step size (no smaller step helps)."""
+    y = np.asarray(stepper.y)
+    if not np.isfinite(y).all():  # a non-finite state: the method's own failure
+        return
+    tau, h = float(stepper.t), float(getattr(stepper, "step_size", None) or 0.0)
+    for step in dict.fromkeys((0.0, 0.5 * h, h)):
+        qdd = np.asarray(rhs(tau + step, y))[n:]
+        context = ", at the last accepted state of the failed step (no smaller step helps)"
+        check_accelerations(
+            f"simulate: method {method!r}",
+            robot,
+            a + tau + step,
+            y[:n],
+            y[n:],
+            qdd,
+            context=context,
+        )

@@ -622,3 +622,8 @@ def test_fixed_step_run_names_a_controller_undefined_at_the_failed_step(double):
     message = r"inputs u are not finite at t = 0.02 s \(input 0\), the start of step 3"
     with pytest.raises(ValueError, match=message):
         sr.simulate(double, Q0, Z, 0.05, 0.01, law, "semi_implicit_euler")
+    # the scipy methods evaluate the closed loop at the failed step's last accepted state and
+    # its times (they blamed the step size, or scipy's "array must not contain infs or NaNs")
+    for method in ("radau", "bdf"):
+        with pytest.raises(ValueError, match=rf"method '{method}': the closed loop's q̈ is not"):
+            sr.simulate(double, Q0, Z, 0.05, 0.01, law, method)

@@ -42,7 +42,7 @@ from jax import Array
 from . import _batching, _fastpath
 from . import _recursion as rec
 from ._cache import jit
-from ._checks import check_state, raise_if
+from ._checks import as_flag, check_state, raise_if
 from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
@@ -365,9 +365,7 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
             bound.apply_defaults()
             values = bound.arguments
             for flag in flags:  # a string "False" or an array is not read by its truth value
-                if not isinstance(values[flag], (bool, np.bool_)):
-                    raise TypeError(f"{name}: {flag} must be True or False, got {values[flag]!r}")
-                values[flag] = bool(values[flag])
+                values[flag] = as_flag(f"{name}: {flag}", values[flag])
             robot = check_robot(values["robot"])
             states = {k: values[k] for k in STATE_NAMES if k in values}
             checked = dict(zip(states, check_states(robot, **states)))

@@ -143,6 +143,7 @@ class Signature:
         if not plain or names[:1] != ("robot",) or not set(names) <= known:
             return None
         params = names[1:]
+        flags = flag_names(core, static)
         empty = inspect.Parameter.empty
         defaults = tuple(
             _NONE if parameters[n].default is empty else parameters[n].default for n in params
@@ -156,7 +157,7 @@ class Signature:
             arrays=tuple((i, n, n == "u") for i, n in enumerate(params) if n in _ARRAYS),
             loads=params.index("loads") if "loads" in params else -1,
             static=tuple(i for i, n in enumerate(params) if n in static),
-            flags=tuple(i for i, n in enumerate(params) if n in flag_names(core, static)),
+            flags=tuple(i for i, n in enumerate(params) if n in flags),
         )
 
 

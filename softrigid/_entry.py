@@ -46,6 +46,7 @@ from ._checks import as_flag, check_state, raise_if
 from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
+from .kinematics._base import kinematics_name
 
 __all__ = [
     "PREFIX",
@@ -158,7 +159,7 @@ def check_inputs(robot: Robot, u: Any, dtype: Any, name: str = "u") -> Array:
 
 def _body_label(body: Any) -> str:
     kin = getattr(body, "kinematics", None)
-    name = (getattr(kin, "name", "") or type(kin).__name__) if kin is not None else ""
+    name = kinematics_name(kin) if kin is not None else ""
     return f"{type(body).__name__} {name!r}" if name else type(body).__name__
 
 

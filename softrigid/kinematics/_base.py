@@ -22,7 +22,7 @@ from jax.experimental import checkify
 from .._checks import copy_params
 from .._module import is_concrete, module, static
 
-__all__ = ["FunctionKinematics", "Kinematics", "as_kinematics"]
+__all__ = ["FunctionKinematics", "Kinematics", "as_kinematics", "kinematics_name"]
 
 # What JAX raises when user code needs a concrete value of a traced argument
 _TRACER_ERRORS = (
@@ -90,7 +90,8 @@ def real_result(value: Any, dtype: Any) -> Array:
     return arr if jnp.issubdtype(arr.dtype, jnp.floating) else arr.astype(dtype)
 
 
-def _kinematics_name(kin: Any) -> str:
+def kinematics_name(kin: Any) -> str:
+    """How messages name a map: its `name` (a user function's), else its family."""
     return getattr(kin, "name", "") or type(kin).__name__
 
 
@@ -100,7 +101,7 @@ def _check_q(kin: Any, method: str, q: Any) -> None:
     shape = jnp.shape(q)
     if shape != (kin.n_q,):
         raise ValueError(
-            f"{_kinematics_name(kin)}.{method}: q must have shape ({kin.n_q},) (its n_q "
+            f"{kinematics_name(kin)}.{method}: q must have shape ({kin.n_q},) (its n_q "
             f"coordinates), got {shape}"
         )
 
@@ -108,7 +109,7 @@ def _check_q(kin: Any, method: str, q: Any) -> None:
 def _point_arguments(method: str, kin: Any, x: Any, q: Any) -> None:
     if jnp.shape(x) != (3,):
         raise ValueError(
-            f"{_kinematics_name(kin)}.{method}: x must be one material point of shape (3,), "
+            f"{kinematics_name(kin)}.{method}: x must be one material point of shape (3,), "
             f"got {jnp.shape(x)} (map_points takes (K, 3))"
         )
     _check_q(kin, method, q)
@@ -121,7 +122,7 @@ def _points_arguments(
     shape = jnp.shape(points)
     if len(shape) != 2 or shape[1] != 3:
         raise ValueError(
-            f"{_kinematics_name(kin)}.{method}: points must have shape (K, 3), got {shape}"
+            f"{kinematics_name(kin)}.{method}: points must have shape (K, 3), got {shape}"
         )
     _check_q(kin, method, q)
 
@@ -129,7 +130,7 @@ def _points_arguments(
 def _backbone_arguments(kin: Any, x3: Any, q: Any) -> None:
     if jnp.ndim(x3) != 1:
         raise ValueError(
-            f"{_kinematics_name(kin)}.backbone: x3 must have shape (R,), got {jnp.shape(x3)}"
+            f"{kinematics_name(kin)}.backbone: x3 must have shape (R,), got {jnp.shape(x3)}"
         )
     _check_q(kin, "backbone", q)
 
@@ -298,7 +299,7 @@ def check_map(kin: Kinematics, dtype: Any = float) -> None:
     `ValueError` on a wrong output shape; other
     exceptions from the user's code pass through unchanged.
     """
-    name = getattr(kin, "name", "") or type(kin).__name__
+    name = kinematics_name(kin)
     x = jax.ShapeDtypeStruct((3,), jnp.dtype(dtype))
     q = jax.ShapeDtypeStruct((kin.n_q,), jnp.dtype(dtype))
     out = trace_user(f"kinematics {name!r}", "x or q", kin, x, q)

@@ -14,7 +14,7 @@ from jax import Array
 from .._cache import jit
 from .._checks import as_scalar
 from .._module import is_concrete, module, static
-from ..kinematics._base import trace_user
+from ..kinematics._base import kinematics_name, trace_user
 from ._base import Material, check_eta
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class CosseratRod(Material):
 
     def validate(self, body: SoftBody) -> None:
         kin = body.kinematics
-        name = getattr(kin, "name", "") or type(kin).__name__
+        name = kinematics_name(kin)
         if self.strain is None and not callable(getattr(kin, "strain", None)):
             raise TypeError(
                 f"CosseratRod: the body map {name!r} is not strain-parameterized (it has no "

@@ -11,6 +11,7 @@ from jax import Array
 
 from .._cache import jit
 from .._module import is_concrete, rounding_tolerance
+from ..kinematics._base import kinematics_name
 from ._gradient import deformation_gradient
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def volume_preserving_at_run_time(body: SoftBody, where: str) -> tuple[Array, st
     det = _jacobian_determinants(geometry, jnp.asarray(qs, body.volume.points.dtype))
     off = jnp.abs(det - 1.0) > rounding_tolerance(det, _VP_TOL)
     bad = jnp.any(off[1:] & jnp.isfinite(det[1:])) | jnp.any(off[0] | ~jnp.isfinite(det[0]))
-    name = getattr(body.kinematics, "name", "") or type(body.kinematics).__name__
+    name = kinematics_name(body.kinematics)
     return bad, (
         f"{where} needs a volume-preserving body map, but {name!r} has det F ≠ 1 at q = 0 or "
         "at seeded configurations"
@@ -108,7 +109,7 @@ def check_volume_preserving(body: SoftBody, where: str) -> None:
     geometry = _Geometry(body.kinematics, body.volume)
     if not is_concrete(geometry):
         return
-    name = getattr(body.kinematics, "name", "") or type(body.kinematics).__name__
+    name = kinematics_name(body.kinematics)
     qs = _sample_configurations(geometry)
     dets = np.asarray(_jacobian_determinants(geometry, jnp.asarray(qs)))
     for q, det in zip(qs, dets):

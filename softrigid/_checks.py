@@ -31,6 +31,7 @@ __all__ = [
     "check_state",
     "copy_params",
     "flagging",
+    "is_real_number",
     "none_fired",
     "raise_if",
     "status_is",
@@ -106,6 +107,13 @@ def as_float(value: Any, name: str = "value") -> Array:
         return jnp.asarray(arr.astype(float))
     except errors as err:
         raise TypeError(f"{name} must be real numbers, got {value!r} ({err})") from None
+
+
+def is_real_number(value: Any) -> bool:
+    """A Python or NumPy real scalar that is not a boolean (an option such as a tolerance,
+    where `True` would be read as 1)."""
+    real = isinstance(value, (int, float, np.integer, np.floating))
+    return real and not isinstance(value, (bool, np.bool_))
 
 
 def as_flag(name: str, value: Any) -> bool:

@@ -28,6 +28,7 @@ from ._adaptive_programs import (
     linearized_jacobian,
     radau_rhs,
 )
+from ._checks import is_real_number
 from ._controller import Controller
 from ._entry import raise_runtime_errors
 from ._model import Robot
@@ -91,8 +92,7 @@ class Adaptive:
         name = type(self).__name__
         for field in ("rtol", "atol"):
             value = getattr(self, field)
-            real = isinstance(value, (int, float, np.integer, np.floating))
-            if isinstance(value, bool) or not real or not (np.isfinite(value) and value >= 0):
+            if not (is_real_number(value) and np.isfinite(value) and value >= 0):
                 raise ValueError(f"{name}: {field} must be a finite number ≥ 0, got {value!r}")
         if self.rtol == 0 and self.atol == 0:
             raise ValueError(f"{name}: rtol and atol cannot both be 0 (no error tolerance)")

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ._checks import as_flag, raise_if
+from ._checks import as_flag, is_real_number, raise_if
 from ._entry import check_inputs, check_robot, check_states
 from ._loads import check_loads
 from ._model import Robot
@@ -86,8 +86,7 @@ def check_options(tol: Any, max_iter: Any, throw: Any) -> tuple[float, int, bool
     """The solvers' options as Python values (NumPy scalars accepted; they are compile-time
     constants): `tol` in `(0, 1)`, `max_iter` in `[1, 2³¹)`, `throw` a boolean (a string
     `"False"` would be read as true)."""
-    number = isinstance(tol, (int, float, np.integer, np.floating)) and not isinstance(tol, bool)
-    if not number or not 0 < tol < 1:
+    if not is_real_number(tol) or not 0 < tol < 1:
         raise ValueError(f"tol must be a number in (0, 1), got {tol!r}")
     count = isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool)
     if not count or not 1 <= max_iter < 2**31:

@@ -43,19 +43,25 @@ class _Geometry(NamedTuple):
         return int(self.kinematics.n_q)
 
 
-def _sample_configurations(body: _Geometry) -> np.ndarray:
-    """`q = 0` and `_VP_SAMPLES` seeded `q ~ 0.05 N(0, I)`; a map with a valid range (an LVP
-    composition's `valid(x, q)`, e.g. a source whose coordinate in m² must keep its cavity
-    open) gets each sample halved until it is valid at every quadrature node."""
+def _seeded_configurations(n_q: int) -> np.ndarray:
+    """`q = 0` and `_VP_SAMPLES` seeded `q ~ 0.05 N(0, I)` `(1 + _VP_SAMPLES, n_q)`."""
     rng = np.random.default_rng(0)
-    qs = _VP_SCALE * rng.standard_normal((_VP_SAMPLES, body.n_q))
+    random = _VP_SCALE * rng.standard_normal((_VP_SAMPLES, n_q))
+    return np.concatenate([np.zeros((1, n_q)), random])
+
+
+def _sample_configurations(body: _Geometry) -> np.ndarray:
+    """`_seeded_configurations`; a map with a valid range (an LVP composition's `valid(x, q)`,
+    e.g. a source whose coordinate in m² must keep its cavity open) gets each random sample
+    halved until it is valid at every quadrature node."""
+    qs = _seeded_configurations(body.n_q)
     if getattr(body.kinematics, "valid", None) is not None:
         for _ in range(_VP_HALVINGS):
-            out = ~np.asarray(_inside(body, jnp.asarray(qs)))
+            out = ~np.asarray(_inside(body, jnp.asarray(qs[1:])))
             if not out.any():
                 break
-            qs[out] /= 2.0
-    return np.concatenate([np.zeros((1, body.n_q)), qs])
+            qs[1:][out] /= 2.0
+    return qs
 
 
 @jit
@@ -85,10 +91,7 @@ def volume_preserving_at_run_time(body: SoftBody, where: str) -> tuple[Array, st
     if is_concrete(geometry):
         check_volume_preserving(body, where)
         return None
-    rng = np.random.default_rng(0)
-    qs = np.concatenate(
-        [np.zeros((1, body.n_q)), _VP_SCALE * rng.standard_normal((_VP_SAMPLES, body.n_q))]
-    )
+    qs = _seeded_configurations(body.n_q)
     det = _jacobian_determinants(geometry, jnp.asarray(qs, body.volume.points.dtype))
     off = jnp.abs(det - 1.0) > rounding_tolerance(det, _VP_TOL)
     bad = jnp.any(off[1:] & jnp.isfinite(det[1:])) | jnp.any(off[0] | ~jnp.isfinite(det[0]))

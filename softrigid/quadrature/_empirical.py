@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import nnls
 
-from .._checks import as_flag
+from .._checks import as_flag, is_real_number
 from ._compress import check_rule, reduce_in_chunks, subset_rule
 from ._rule import QuadratureRule
 from ._stored import Stored, hash_arrays, load, store
@@ -296,8 +296,7 @@ def empirical(
     x, w, density = check_rule(rule, "empirical")
     if not callable(integrals):
         raise TypeError(f"empirical: integrals must be callable, got {type(integrals).__name__}")
-    number = isinstance(tol, (int, float, np.integer, np.floating)) and not isinstance(tol, bool)
-    if not (number and 0.0 < float(tol) < 1.0):
+    if not (is_real_number(tol) and 0.0 < float(tol) < 1.0):
         raise ValueError(f"empirical: tol must be a number in (0, 1), got {tol!r}")
     return_info = as_flag("empirical: return_info", return_info)
     if key is not None and not isinstance(key, str):

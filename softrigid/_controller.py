@@ -14,13 +14,14 @@ import abc
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
 if TYPE_CHECKING:
     from ._dynamics import DynamicsTerms
 
-__all__ = ["Controller", "concrete_times", "held_robots", "held_switch_times"]
+__all__ = ["Controller", "concrete_times", "held_robots", "held_switch_times", "real_inputs"]
 
 
 def held_switch_times(obj: Any) -> tuple[float, ...]:
@@ -79,6 +80,15 @@ def held_robots(obj: Any) -> list[Any]:
                 elif isinstance(item, Controller):
                     out.extend(held_robots(item))
     return out
+
+
+def real_inputs(what: str, u: Any) -> Array:
+    """`u` as an array of real (floating or integer) inputs, else a `TypeError` naming `what`
+    (a cast to the state's dtype would drop a complex input's imaginary part)."""
+    u = jnp.asarray(u)
+    if not (jnp.issubdtype(u.dtype, jnp.floating) or jnp.issubdtype(u.dtype, jnp.integer)):
+        raise TypeError(f"{what} must return real inputs, got dtype {u.dtype}")
+    return u
 
 
 def concrete_times(times: Any) -> tuple[float, ...]:

@@ -14,7 +14,7 @@ import numpy as np
 from jax import Array
 
 from .._checks import as_count
-from .._controller import Controller, concrete_times, held_switch_times
+from .._controller import Controller, concrete_times, held_switch_times, real_inputs
 from .._dynamics import DynamicsTerms, _nu
 from .._entry import check_robot
 from .._model import Robot
@@ -270,11 +270,8 @@ class Phases(Controller):
         index = jnp.searchsorted(self.times, t, side="right")
 
         def phase(k: int) -> Array:
-            u = jnp.asarray(self.controllers[k](t, q, qd, terms))
-            if not (jnp.issubdtype(u.dtype, jnp.floating) or jnp.issubdtype(u.dtype, jnp.integer)):
-                # (cast to q's dtype, a complex u lost its imaginary part)
-                raise TypeError(f"Phases: controller {k} must return real inputs, got {u.dtype}")
-            return u.astype(q.dtype)
+            u = self.controllers[k](t, q, qd, terms)
+            return real_inputs(f"Phases: controller {k}", u).astype(q.dtype)
 
         branches = [functools.partial(phase, k) for k in range(len(self.controllers))]
         return jax.lax.switch(index, branches)

@@ -11,7 +11,7 @@ import numpy as np
 from jax import Array
 
 from .._checks import as_float, as_scalar, check_finite, traced_check
-from .._controller import concrete_times, held_switch_times
+from .._controller import concrete_times, held_switch_times, real_inputs
 from .._module import is_concrete, module, static
 
 __all__ = ["Blend", "Constant", "CubicRestToRest", "Reference", "Spline"]
@@ -255,9 +255,7 @@ class _Function(Reference):
     size: int = static()
 
     def __call__(self, t: Array) -> tuple[Array, Array, Array]:
-        u = jnp.asarray(self.function(t))
-        if not (jnp.issubdtype(u.dtype, jnp.floating) or jnp.issubdtype(u.dtype, jnp.integer)):
-            raise TypeError(f"Feedforward: inputs(t) must return real inputs, got dtype {u.dtype}")
+        u = real_inputs("Feedforward: inputs(t)", self.function(t))
         if u.shape != (self.size,):
             raise ValueError(
                 f"Feedforward: inputs(t) must return shape ({self.size},), got {u.shape}"

@@ -27,9 +27,10 @@ def unit_axis(name: str, axis: Any) -> Array:
     if is_concrete(arr):
         a = np.asarray(arr)
         scale = float(np.max(np.abs(a)))
-        if not (np.all(np.isfinite(a)) and scale > 0) or np.linalg.norm(a / scale) * scale < 1e-12:
+        scaled = a / scale if np.all(np.isfinite(a)) and scale > 0 else None
+        if scaled is None or np.linalg.norm(scaled) * scale < 1e-12:
             raise ValueError(f"{name} must be a finite non-zero vector, got {a}")
-        return as_float(a / scale / np.linalg.norm(a / scale))
+        return as_float(scaled / np.linalg.norm(scaled))
     scale = jnp.max(jnp.abs(arr))
     bad = ~jnp.all(jnp.isfinite(arr)) | ~(scale * jnp.linalg.norm(arr / scale) >= 1e-12)
     arr = traced_check(arr, bad, f"{name} must be a finite non-zero vector")

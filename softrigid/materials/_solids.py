@@ -383,12 +383,15 @@ class Energy(Material):
         if self.rayleigh is None or body.n_q == 0 or not is_concrete(self):
             return
         q = jnp.zeros(body.n_q)
-        name = getattr(self.rayleigh, "__name__", repr(self.rayleigh))
         rates = np.random.default_rng(0).standard_normal((3, body.n_q))
-        for qd in np.concatenate([rates, -rates]):
-            r = float(self.dissipation(body, q, jnp.asarray(qd)))
-            if not (np.isfinite(r) and r >= 0.0):
-                raise ValueError(
-                    f"Energy: rayleigh {name!r} must be finite and non-negative (it dissipates "
-                    f"energy), got R = {r:.6g} at q = 0, qd = {np.round(qd, 4)}"
-                )
+        rates = np.concatenate([rates, -rates])
+        # one vectorized evaluation of the six rates, not six op-by-op calls
+        r = np.asarray(jax.vmap(lambda v: self.dissipation(body, q, v))(jnp.asarray(rates)))
+        bad = ~(np.isfinite(r) & (r >= 0.0))
+        if bad.any():
+            k = int(np.argmax(bad))
+            name = getattr(self.rayleigh, "__name__", repr(self.rayleigh))
+            raise ValueError(
+                f"Energy: rayleigh {name!r} must be finite and non-negative (it dissipates "
+                f"energy), got R = {r[k]:.6g} at q = 0, qd = {np.round(rates[k], 4)}"
+            )

@@ -293,6 +293,20 @@ def test_mimic_joint_keeps_its_coordinate_with_a_warning():
         assert urdf.load(text).n_q == 2
 
 
+@pytest.mark.parametrize(
+    ("mimic", "match"),
+    [("", "needs joint="), ("bc", "names the joint itself"), ("zz", "follows the unknown joint 'zz'")],
+)
+def test_mimic_must_follow_another_joint(mimic, match):
+    text = _robot_xml(
+        f'<link name="b">{_INERTIAL}</link><link name="c">{_INERTIAL}</link>'
+        + _joint_xml("ab", "revolute", "a", "b")
+        + _joint_xml("bc", "revolute", "b", "c", f'<mimic joint="{mimic}"/>')
+    )
+    with pytest.raises(ValueError, match=f"joint 'bc' <mimic> {match}"):
+        urdf.load(text)
+
+
 def test_invalid_urdf_raise_clear_errors(tmp_path):
     ok_link = f'<link name="b">{_INERTIAL}</link>'
     with pytest.raises(FileNotFoundError, match="no such file"):

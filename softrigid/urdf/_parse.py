@@ -220,11 +220,27 @@ def _tree(root: ET.Element) -> tuple[dict[str, _Inertial | None], dict[str, _Joi
         by_child[joint.child] = joint
     if not inertials:
         raise ValueError("urdf: the robot has no <link>")
+    _check_mimics(by_child, names)
     roots = [name for name in inertials if name not in by_child]
     if len(roots) != 1:
         raise ValueError(f"urdf: the links must form one tree, found the roots {roots}")
     _check_acyclic(by_child)
     return inertials, by_child
+
+
+def _check_mimics(by_child: dict[str, _Joint], names: set[str]) -> None:
+    """A `ValueError` for a `<mimic>` without a `joint`, naming an unknown joint or the joint
+    itself (URDF's mimic follows another joint's coordinate)."""
+    for joint in by_child.values():
+        if joint.mimic is None:
+            continue
+        where = f"urdf: joint {joint.name!r} <mimic>"
+        if not joint.mimic:
+            raise ValueError(f"{where} needs joint=... (the joint it follows)")
+        if joint.mimic == joint.name:
+            raise ValueError(f"{where} names the joint itself; it must follow another joint")
+        if joint.mimic not in names:
+            raise ValueError(f"{where} follows the unknown joint {joint.mimic!r}")
 
 
 def _check_acyclic(by_child: dict[str, _Joint]) -> None:

@@ -11,17 +11,24 @@ import abc
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from . import _recursion as rec
 from ._ad import value_and_jacfwd
 from ._checks import as_index, as_vector, check_index
 from ._model import Robot
-from ._module import module, static
+from ._module import is_concrete, module, static
+from ._soft_body import SoftBody
+from .quadrature._geometry import contains, has_geometry
 
 __all__ = ["Load", "PointLoad", "Wrench", "check_loads", "external_loads"]
 
 _FRAMES = ("world", "distal")
+INSIDE_TOL = 1e-9  # relative to the body's size, as the tendons' paths
+# (id(volume), point bytes) → (volume, inside): a mesh's test costs ~2 ms, an eager call ~20 µs;
+# the value holds the volume, so its id is not reused while the entry lives
+_INSIDE: dict[tuple[int, bytes], tuple[Any, bool]] = {}
 
 
 class Load(abc.ABC):
@@ -120,7 +127,34 @@ def check_loads(robot: Robot, loads: Any) -> tuple[Any, ...]:
         if not isinstance(load, Load):
             raise TypeError(f"loads must be PointLoad or Wrench objects, got {type(load).__name__}")
         check_index(f"{type(load).__name__}: link", load.link, robot.n_links)
+        if isinstance(load, PointLoad):
+            _check_inside(robot, load)
     return loads
+
+
+def _check_inside(robot: Robot, load: PointLoad) -> None:
+    """A `ValueError` when a point load's material point lies outside its soft body's reference
+    volume (where the map is not the body's: its force would act on nothing). Checked where the
+    point and the volume are concrete and the volume's geometry is known."""
+    body = robot.links[load.link].body
+    if not isinstance(body, SoftBody) or not is_concrete(load.point):
+        return
+    vol = body.volume
+    if not is_concrete(vol) or not has_geometry(vol):
+        return
+    point = np.asarray(load.point, dtype=float)
+    key = (id(vol), point.tobytes())
+    hit = _INSIDE.get(key)
+    if hit is None:
+        if len(_INSIDE) >= 256:
+            _INSIDE.clear()
+        hit = _INSIDE[key] = (vol, bool(contains(vol, point, tol=INSIDE_TOL)))
+    if not hit[1]:
+        x = point
+        raise ValueError(
+            f"PointLoad: the material point ({x[0]:.6g}, {x[1]:.6g}, {x[2]:.6g}) is outside the "
+            f"{vol.geometry} volume of link {load.link}'s body"
+        )
 
 
 def external_loads(

@@ -144,6 +144,16 @@ def test_state_errors(robot):
         sr.PointLoad(-1, (0, 0, 0.1), (1, 0, 0))
     with pytest.raises(TypeError, match="link index must be a non-negative integer index"):
         sr.world_points(robot, q, True, jnp.zeros((1, 3)))
+    # a point load on the body's surface acts; one beside it (0.05 m off the 0.03 m radius) is
+    # refused by the eager call, the statics and jit with the load as a constant
+    on_surface = sr.PointLoad(0, (0.03, 0.0, 0.3), (1.0, 0, 0))
+    assert np.isfinite(sr.inverse_dynamics(robot, q, q, q, loads=on_surface)).all()
+    outside = sr.PointLoad(0, (0.05, 0.0, 0.15), (1.0, 0, 0))
+    match = r"PointLoad: the material point \(0.05, 0, 0.15\) is outside the cylinder volume of"
+    with pytest.raises(ValueError, match=match):
+        sr.inverse_dynamics(robot, q, q, q, loads=outside)
+    with pytest.raises(ValueError, match=match):
+        jax.jit(lambda q: sr.inverse_dynamics(robot, q, q, q, loads=outside))(q)
 
 
 def test_model_is_a_pytree_with_static_structure(robot):

@@ -295,7 +295,11 @@ def test_mimic_joint_keeps_its_coordinate_with_a_warning():
 
 @pytest.mark.parametrize(
     ("mimic", "match"),
-    [("", "needs joint="), ("bc", "names the joint itself"), ("zz", "follows the unknown joint 'zz'")],
+    [
+        ("", "needs joint="),
+        ("bc", "names the joint itself"),
+        ("zz", "follows the unknown joint 'zz'"),
+    ],
 )
 def test_mimic_must_follow_another_joint(mimic, match):
     text = _robot_xml(

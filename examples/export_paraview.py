@@ -11,7 +11,7 @@ Simulates 1 s of the arm swinging down under gravity and writes to the output fo
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from pathlib import Path
 
@@ -101,4 +101,8 @@ def main(out: Path) -> None:
 if __name__ == "__main__":
     sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("out/export_paraview"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "out", nargs="?", type=Path, default=Path("out/export_paraview"), help="output folder"
+    )
+    main(parser.parse_args().out)

@@ -17,7 +17,7 @@ It writes `fit.png` (fit loss and the learned vs. exact backbones) to the output
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -217,4 +217,8 @@ def main(out: Path, steps: int = 150) -> None:
 if __name__ == "__main__":
     sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("out/learned_kinematics"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "out", nargs="?", type=Path, default=Path("out/learned_kinematics"), help="output folder"
+    )
+    main(parser.parse_args().out)

@@ -15,7 +15,7 @@ rad off at 5 ms, implicit Euler 2e-2 rad at 1 ms).
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from pathlib import Path
 
@@ -92,4 +92,8 @@ def main(out: Path) -> None:
 if __name__ == "__main__":
     sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("out/swinging_arm"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "out", nargs="?", type=Path, default=Path("out/swinging_arm"), help="output folder"
+    )
+    main(parser.parse_args().out)

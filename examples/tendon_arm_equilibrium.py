@@ -18,7 +18,7 @@ outputs). Prints the tensions, tip positions, Newton iterations and stability, a
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -232,4 +232,12 @@ def main(out: Path) -> None:
 if __name__ == "__main__":
     sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("out/tendon_arm_equilibrium"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "out",
+        nargs="?",
+        type=Path,
+        default=Path("out/tendon_arm_equilibrium"),
+        help="output folder",
+    )
+    main(parser.parse_args().out)

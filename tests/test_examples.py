@@ -79,3 +79,29 @@ def test_tendon_arm_plot(tendon_arm, tmp_path):
     path = ex.plot(arm, states, inverse, target, tmp_path / "equilibria.png")
     assert path.exists()
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_scripts_with_an_output_folder_refuse_options(tmp_path):
+    """`python examples/<script>.py [output-folder]`: an option is an error (exit status 2),
+    not a folder created in the working directory (one subprocess runs the four parsers)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    scripts = ["swinging_arm", "export_paraview", "learned_kinematics", "tendon_arm_equilibrium"]
+    program = (
+        "import runpy, sys\n"
+        f"for name in {scripts!r}:\n"
+        "    sys.argv = [name, '--t-final', '1']\n"
+        "    try:\n"
+        f"        runpy.run_path({str(examples)!r} + '/' + name + '.py', run_name='__main__')\n"
+        "    except SystemExit as exit:\n"
+        "        print(name, exit.code)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert out.stdout.split() == [word for name in scripts for word in (name, "2")], out.stderr
+    assert out.stderr.count("unrecognized arguments: --t-final") == 4
+    assert not any(tmp_path.iterdir())

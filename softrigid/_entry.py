@@ -65,7 +65,8 @@ __all__ = [
 # Every runtime message starts with this, so that eager calls can re-raise it cleanly.
 PREFIX = "softrigid: "
 NON_FINITE_HINT = (
-    " The state or the inputs (u, loads; checked at once in eager calls, not inside jit), a "
+    " The state or the inputs (u, loads; eager calls check them first, inside jit a check of "
+    "the model's may fire before theirs), a "
     "body's map or its derivatives (e.g. sqrt or norm at 0, a stop_gradient, an overflow) "
     "produced it."
 )
@@ -180,24 +181,36 @@ def _float_leaves(out: Any) -> list[Array]:
     return [x for x in leaves if jnp.issubdtype(x.dtype, jnp.inexact) and x.size > 0]
 
 
-def check_finite(where: str, robot: Robot, out: Any) -> Any:
+def check_finite(
+    where: str, robot: Robot, out: Any, inputs: dict[str, Any] | None = None
+) -> Any:
     """`out` (a pytree of outputs) unchanged, with one run-time check (also under `jit`/`vmap`)
     that every floating leaf is finite; the error names `where` and, when a leaf over the
-    coordinates is bad, the first bad coordinate. One fused reduction (the largest message
-    index of the bad entries, `raise_if` with a given index) and one branch, and every output
-    depends on it (none can be used unchecked)."""
+    coordinates is bad, the first bad coordinate, or first the argument among `inputs`
+    (name → array or pytree, in order of priority) that was not finite itself: inside `jit`,
+    where the public function could not check its arguments (eager calls check them before).
+    One fused reduction (the largest message index of the bad entries, `raise_if` with a
+    given index) and one branch, and every output depends on it (none can be used
+    unchecked)."""
     leaves = _float_leaves(out)
     if not leaves:
         return out
     n = robot.n_q
-    # message n − j names coordinate j, message 0 a bad entry of another leaf: the largest
-    # index of the bad entries (`fault_if`) is the first bad coordinate
+    named = [(k, _float_leaves(v)) for k, v in (inputs or {}).items()]
+    named = [(k, xs) for k, xs in named if xs]
+    # message n − j names coordinate j, message 0 a bad entry of another leaf, n + 1 + i the
+    # input i from the last: the largest index of the bad entries (`fault_if`) is the first
+    # bad input, else the first bad coordinate
     msgs = (
         f"{PREFIX}{where}: non-finite value (NaN or inf).{NON_FINITE_HINT}",
         *(
             f"{PREFIX}{where}: non-finite value (NaN or inf) at coordinate {j} "
             f"({describe_coordinate(robot, j)}).{NON_FINITE_HINT}"
             for j in range(n - 1, -1, -1)
+        ),
+        *(
+            f"{PREFIX}{where}: the argument {k} contains non-finite values (NaN or inf)."
+            for k, _ in reversed(named)
         ),
     )
     index = [
@@ -209,6 +222,9 @@ def check_finite(where: str, robot: Robot, out: Any) -> Any:
         ).ravel()
         for x in leaves
     ]
+    for i, (_, xs) in enumerate(named):
+        index += [np.full(x.size, n + len(named) - i) for x in xs]
+        leaves = leaves + xs
     bad = jnp.concatenate([~jnp.isfinite(x).ravel() for x in leaves])
     return raise_if(out, bad, np.concatenate(index), msgs)
 
@@ -337,9 +353,13 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
         signature = inspect.signature(core)
         name = core.__name__.lstrip("_")
 
+        inputs = [k for k in (*STATE_NAMES, "u", "loads") if k in signature.parameters]
+
         @functools.wraps(core)
         def checked_core(robot: Robot, *args: Any, **kwargs: Any) -> Any:
-            return check_finite(name, robot, core(robot, *args, **kwargs))
+            given = signature.bind(robot, *args, **kwargs).arguments
+            named = {k: given[k] for k in inputs if k in given}
+            return check_finite(name, robot, core(robot, *args, **kwargs), named)
 
         # (checked, under a `vmap`) -> program; under a `vmap` many states run chunk by chunk
         # on CPU (softrigid._batching); unchecked inside `trial_evaluations()`

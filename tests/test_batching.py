@@ -101,7 +101,7 @@ def test_errors_fire_from_inside_a_chunk(robot, states):
     bad = q.at[BATCH - 1, 0].set(jnp.nan)  # in the last, padded chunk
     batched = jax.jit(jax.vmap(lambda q: sr.inverse_dynamics(robot, q, qd[0], x[0])))
     assert np.all(np.isfinite(batched(q)))
-    with pytest.raises(Exception, match="inverse_dynamics: non-finite value"):
+    with pytest.raises(Exception, match="inverse_dynamics: the argument q contains non-finite"):
         jax.block_until_ready(batched(bad))
 
 

@@ -662,10 +662,29 @@ def test_trial_evaluations_leave_out_the_output_checks(robot):
             return sr.gravity_force(robot, q)
 
     assert np.isnan(np.asarray(jax.jit(trial)(bad))).all()
-    with pytest.raises(Exception, match=r"gravity_force: non-finite value .* coordinate 0"):
+    with pytest.raises(Exception, match=r"gravity_force: the argument q contains non-finite"):
         jax.block_until_ready(jax.jit(lambda q: sr.gravity_force(robot, q))(bad))
     # the switch is a trace-time one and does not leak out of its block
     assert not _entry._TRIAL.get()
+
+
+def test_inside_jit_and_vmap_a_non_finite_argument_is_named(robot):
+    """Inside `jit`/`vmap` the public function cannot check its arguments before the call: the
+    output check names the first non-finite one (in the order q, qd, qdd, u, loads) before a
+    coordinate of the output."""
+    q = jnp.zeros(robot.n_q)
+    nan = q.at[-1].set(jnp.nan)
+    for args, bad in (((nan, q, q), "q"), ((q, q, nan), "qdd"), ((nan, nan, q), "q")):
+        with pytest.raises(Exception, match=f"inverse_dynamics: the argument {bad} contains"):
+            jax.block_until_ready(jax.jit(lambda *a: sr.inverse_dynamics(robot, *a))(*args))
+    states = jnp.zeros((3, robot.n_q)).at[1, 0].set(jnp.inf)
+    with pytest.raises(Exception, match="inverse_dynamics: the argument qd contains"):
+        jax.block_until_ready(jax.vmap(lambda qd: sr.inverse_dynamics(robot, q, qd, q))(states))
+    # finite arguments: the values of the eager call
+    np.testing.assert_array_equal(
+        jax.jit(lambda *a: sr.inverse_dynamics(robot, *a))(q, q, q),
+        sr.inverse_dynamics(robot, q, q, q),
+    )
 
 
 def test_jit_compiles_with_softrigids_options_at_top_level():

@@ -181,9 +181,7 @@ def _float_leaves(out: Any) -> list[Array]:
     return [x for x in leaves if jnp.issubdtype(x.dtype, jnp.inexact) and x.size > 0]
 
 
-def check_finite(
-    where: str, robot: Robot, out: Any, inputs: dict[str, Any] | None = None
-) -> Any:
+def check_finite(where: str, robot: Robot, out: Any, inputs: dict[str, Any] | None = None) -> Any:
     """`out` (a pytree of outputs) unchanged, with one run-time check (also under `jit`/`vmap`)
     that every floating leaf is finite; the error names `where` and, when a leaf over the
     coordinates is bad, the first bad coordinate, or first the argument among `inputs`

@@ -60,7 +60,7 @@ class Adaptive:
     (`jacobian="central_differences"`, `4 n_q` evaluations per Jacobian,
     `central_differences`). The Jacobian only drives the Newton iteration of the steps, not
     the accuracy. The integration restarts at the controller's jumps in time
-    (`Controller.switch_times`: a `Phases`' switching times, a `CubicRestToRest`'s ends): a
+    (`Controller.switch_times`: a `Phases`' switching times, a `CubicRestToRest`'s and a `Spline`'s ends): a
     step across a jump of `ẏ` leaves error control to find it, which costs many rejected
     steps and, at tight tolerances, fails. Each span runs in its own time `τ = t − a`: the
     stiff layer a jump sets off may need first steps below the rounding of `t` itself (scipy

@@ -252,6 +252,10 @@ def test_spline_interpolates_and_is_twice_differentiable_under_jit_and_vmap():
         np.testing.assert_allclose(value[11:], oracle(ts, k), rtol=1e-12, atol=1e-12)
     rdd = rdd[11:]
     np.testing.assert_allclose(jax.vmap(jax.jacfwd(lambda t: spline(t)[1]))(ts), rdd, rtol=1e-12)
+    # held outside [t_0, t_K]: r̈ jumps to zero at both ends, the times a method restarts at
+    assert np.abs(spline(2.0 - 1e-9)[2]).max() > 0.1 and np.all(spline(2.0 + 1e-9)[2] == 0)
+    assert spline.switch_times() == (0.0, 2.0)
+    assert control.ComputedTorque(1.0, 1.0, spline).switch_times() == (0.0, 2.0)
 
 
 def test_blend_starts_at_rest_and_becomes_the_reference():

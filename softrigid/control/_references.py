@@ -189,6 +189,11 @@ class Spline(Reference):
         rdd = 6.0 * c3 * d + 2.0 * c2
         return r, jnp.where(inside, rd, 0.0), jnp.where(inside, rdd, 0.0)
 
+    def switch_times(self) -> tuple[float, ...]:
+        """`t_0` and `t_K`, where the held reference's `r̈` (and, unless clamped, `ṙ`) jumps
+        to zero (the adaptive methods restart there)."""
+        return concrete_times(jnp.stack([self.times[0], self.times[-1]]))
+
 
 @module
 class Blend(Reference):

@@ -25,6 +25,10 @@ matrix:
   current iterate (from there the iteration is Newton's, quadratic);
 * `θ_k ≥ 1` (diverging) or a non-finite iterate under an old matrix is not taken: the iterate is
   kept and the matrix refreshed there;
+* an iteration that has not converged after half of `max_iter` starts again, once, from
+  `x = 0` (the previous acceleration, the usual start, can be far from the step's root where
+  the implicit step damps a stiff mode: a body released from a strained state, whose first
+  `h² q̈₀` lies far outside the region where the step equation is nearly linear);
 * a linearly converging iterate is within `θ_k/(1 − θ_k) ‖Δx_k‖` of the root, so the iteration
   stops when `η_k ‖Δx_k‖∞ ≤ tol (1 + ‖x_{k+1}‖∞)`, with `η_k = θ_k/(1 − θ_k)`, and `η = 1` for
   the first iteration under a matrix (Newton's own increment test).
@@ -107,6 +111,8 @@ def newton(
     def reused(x: Array, matrix: Array) -> tuple[Array, Array]:
         return residual(x), matrix
 
+    restart_at = max_iter // 2 if max_iter >= 4 else -1
+
     def solve(_: Any, guess: Array) -> tuple[Array, tuple[Array, Array]]:
         def cond(c: tuple[Array, ...]) -> Array:
             x, _, _, _, it, done, _ = c
@@ -114,6 +120,11 @@ def newton(
 
         def body(c: tuple[Array, ...]) -> tuple[Array, ...]:
             x, matrix, stale, previous, it, _, evaluations = c
+            # half the iterations spent: restart once from x = 0 with a matrix evaluated there
+            restart = (it == restart_at) & jnp.any(guess != 0)
+            x = jnp.where(restart, jnp.zeros_like(x), x)
+            stale = stale | restart
+            previous = jnp.where(restart, jnp.inf, previous)
             if full:
                 r, matrix = evaluated(x, matrix)
             else:

@@ -200,6 +200,25 @@ def test_stiff_segment(stiff):
         jax.jit(lambda q: sr.simulate(stiff, q, qd0, 0.02, 0.01, method="radau").q)(q0)
 
 
+def test_newton_restarts_from_zero_when_the_last_acceleration_is_far_off():
+    """A lightly damped stiff segment released from a strained state: `h² q̈₀` puts the
+    predictor's first trial 18 rad and 48 1/m away, where the step equation is far from
+    linear; the iteration restarts from `q̈₁ = 0` after half of `max_iter` and reaches the
+    backward-Euler root (checked by the public inverse dynamics; the default 20 iterations
+    from `q̈₀` alone did not converge)."""
+    arm = _soft_arm(1e8, 0.002)
+    q0, qd0, h = jnp.array([0.8, 0.3]), jnp.zeros(2), 0.01
+    assert np.max(np.abs(h * h * sr.forward_dynamics(arm, q0, qd0, jnp.zeros(2)))) > 40
+    step = sr.simulate(arm, q0, qd0, h, h, method=BACKWARD)
+    # q̇₁ = q̇₀ + h x, q₁ = q₀ + h q̇₁: ν(q₁, q̇₁, x) = 0 (no input)
+    qd1 = step.qd[1]
+    x = (qd1 - qd0) / h
+    np.testing.assert_allclose(step.q[1], q0 + h * qd1, rtol=1e-12)
+    residual = sr.inverse_dynamics(arm, step.q[1], qd1, x)
+    scale = np.max(np.abs(sr.mass_matrix(arm, step.q[1]) @ x))
+    assert np.max(np.abs(residual)) < 1e-8 * scale
+
+
 @pytest.mark.parametrize(
     "method",
     [

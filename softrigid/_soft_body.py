@@ -29,7 +29,7 @@ from ._rows import (
 )
 from .kinematics._base import Kinematics, as_kinematics, check_map
 from .materials._base import Material
-from .quadrature._geometry import has_geometry, within_envelope
+from .quadrature._geometry import contains, has_geometry, within_envelope
 from .quadrature._rule import QuadratureRule
 
 __all__ = ["SoftBody"]
@@ -135,6 +135,7 @@ class SoftBody(Body):
             object.__setattr__(self, "frame_points", points)
             object.__setattr__(self, "frame_axes", _frame_axes(points))
         _check_length(kin, volume)
+        _check_hollow(kin, volume)
         object.__setattr__(self, "sectioned", is_rod_on_product_rule(kin, volume, self.density))
         if material is not None:
             check = material.validate(self)
@@ -353,4 +354,23 @@ def _check_length(kin: Kinematics, volume: QuadratureRule) -> None:
         raise ValueError(
             f"SoftBody: the kinematics {type(kin).__name__} has length {ell:.6g} but the volume "
             f"spans x3 ∈ [0, {span:.6g}] (its distal pivot); build both with the same length"
+        )
+
+
+def _check_hollow(kin: Kinematics, volume: QuadratureRule) -> None:
+    """A map with a `Source` (`R² = r² + g`: a cavity grows) needs a volume that leaves out its
+    axis: on a solid one it tears the material at `r = 0`, where its stretch grows as `1/r`
+    (checked at nine points of the axis, for a volume whose geometry is known)."""
+    needs = getattr(kin, "needs_hollow", None)
+    if needs is None or not needs() or not is_concrete(volume) or not has_geometry(volume):
+        return
+    top = volume.pivot[2] if volume.pivot is not None else np.max(np.asarray(volume.points)[:, 2])
+    z = (np.arange(9) + 0.5) / 9 * float(np.asarray(top))
+    axis = np.column_stack([np.zeros(9), np.zeros(9), z])
+    inside = contains(volume, axis)
+    if inside.any():
+        raise ValueError(
+            f"SoftBody: the kinematics {type(kin).__name__} has a Source (a cavity that grows), "
+            f"which needs a hollow body, but the axis point (0, 0, {z[np.argmax(inside)]:.6g}) "
+            f"is inside its {volume.geometry} volume: use a tube or a mesh with the cavity"
         )

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from scipy.integrate import quad
 
+import softrigid as sr
 from softrigid import kinematics as km
 from softrigid._ad import second_directional
 from softrigid._module import module, static
@@ -638,6 +639,19 @@ def test_valid_range_gives_nan_and_check_names_the_condition():
         ),
         (lambda: lvp.helicoid_segment(0.0), ValueError, "helicoid_segment: length"),
         (lambda: lvp.gripper([0.1, 0.2]), ValueError, "gripper: length must be a scalar"),
+        # a source (a cavity that grows) on a solid body: its stretch grows as 1/r at the axis
+        (
+            lambda: sr.SoftBody(lvp.gripper(0.1), sr.quadrature.cylinder(0.02, 0.1), 960.0),
+            ValueError,
+            r"has a Source .* axis point \(0, 0, 0.00555556\) is inside its cylinder volume",
+        ),
+        (
+            lambda: sr.SoftBody(
+                lvp.Source(lvp.Polynomial([[1.0]], 0.1)), sr.quadrature.box((0.02, 0.02, 0.1)), 9.0
+            ),
+            ValueError,
+            "Source has a Source",
+        ),
     ],
 )
 def test_invalid_input_is_rejected(build, error, message):

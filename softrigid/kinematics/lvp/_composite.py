@@ -38,6 +38,9 @@ class Composite(Primitive):
     n_q: int = static()
     length: Array | None = None
 
+    def needs_hollow(self) -> bool:
+        return any(prim.needs_hollow() for prim in self.primitives)
+
     def _parts(self, q: Array) -> list[Array]:
         return [q[np.asarray(idx, dtype=int)] for idx in self.index]
 

@@ -47,6 +47,11 @@ class Primitive(Kinematics):
         """The valid range, in words (for error messages)."""
         return "always valid"
 
+    def needs_hollow(self) -> bool:
+        """Whether the map needs a body that leaves out its axis `x1 = x2 = 0` (a `Source`:
+        `SoftBody` refuses a volume that contains the axis)."""
+        return False
+
     def axial_span(self, span: Array, q: Array) -> Array | None:
         """Where the input's axial range `[0, span]` goes along the axis, when the primitive maps
         axial slabs to slabs (`None`: unknown, e.g. after a bend)."""
@@ -310,6 +315,9 @@ class Source(Primitive):
 
     def axial_span(self, span: Array, q: Array) -> Array:
         return span
+
+    def needs_hollow(self) -> bool:
+        return True
 
     def __call__(self, x: Array, q: Array) -> Array:
         g = self.modes.field(x[2], q)

@@ -5,6 +5,7 @@ revolute joint, planar constant-curvature bodies handing on their distal frames,
 placement), the rest configuration reproducing the material coordinates, exact float64 round
 trips through VTU / PVD / XDMF, and the area and enclosed volume of a box's surface."""
 
+import warnings
 import xml.etree.ElementTree as ET
 
 import meshio
@@ -244,6 +245,36 @@ def test_xdmf_trajectory_round_trip(robot, link_mesh, trajectory, tmp_path):
         np.testing.assert_array_equal(frame.point_data["displacement"], frame.points - points)
         links = np.concatenate(frame.cell_data["link"])
         np.testing.assert_array_equal(links, np.repeat(np.arange(5), counts))
+
+
+def test_xdmf_with_quadratic_cells_beside_others_warns_that_meshio_cannot_read_it(tmp_path):
+    # the file is valid XDMF, but meshio's mixed-topology reader knows no tetra10 size: the
+    # warning says so at write time, and read_trajectory's error names the file
+    from softrigid.io._files import _write_xdmf
+
+    tet10 = np.array([[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]])
+    mesh = meshio.Mesh(
+        np.random.default_rng(0).random((10, 3)),
+        [("tetra10", tet10), ("triangle", np.array([[0, 1, 2]]))],
+        cell_data={"link": [np.array([0]), np.array([1])]},
+    )
+    path = tmp_path / "mixed.xdmf"
+
+    def write(p, m):
+        _write_xdmf(p, m, m.points, m.points, np.zeros(1), [m.points], "XML")
+
+    with pytest.warns(UserWarning, match="tetra10 cells in a mixed-topology XDMF file: valid"):
+        write(path, mesh)
+    with pytest.raises(ValueError, match="cannot read the XDMF time series"):
+        sio.read_trajectory(path)
+    # one cell type: no mixed topology, no warning, read back
+    single = meshio.Mesh(mesh.points, [("tetra10", tet10)], cell_data={"link": [np.array([0])]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write(tmp_path / "single.xdmf", single)
+    times, frames = sio.read_trajectory(tmp_path / "single.xdmf")
+    np.testing.assert_array_equal(times, [0.0])
+    np.testing.assert_array_equal(frames[0].cells_dict["tetra10"], tet10)
 
 
 @pytest.mark.parametrize(

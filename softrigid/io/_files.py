@@ -147,6 +147,10 @@ def _write_pvd(
     ET.ElementTree(root).write(path, xml_declaration=True, encoding="utf-8")
 
 
+# the cell types meshio's XDMF reader can read in a mixed topology (meshio 5.3)
+_MIXED_READABLE = {"vertex", "line", "triangle", "quad", "tetra", "pyramid", "wedge", "hexahedron"}
+
+
 def _write_xdmf(
     path: Path,
     merged: meshio.Mesh,
@@ -167,6 +171,17 @@ def _write_xdmf(
         )
         keep = [k for k, b in enumerate(cells) if b.type != "line"]
         cells, links = [cells[k] for k in keep], [links[k] for k in keep]
+    higher = sorted({b.type for b in cells} - _MIXED_READABLE)
+    if len({b.type for b in cells}) > 1 and higher:
+        # valid XDMF (the format numbers these types in a mixed topology), but meshio's reader
+        # lacks their sizes there, so read_trajectory cannot read the file back
+        warnings.warn(
+            f"write_trajectory: {', '.join(higher)} cells in a mixed-topology XDMF file: valid "
+            "XDMF, but meshio and read_trajectory cannot read it back; write a .pvd to read "
+            "the trajectory in Python",
+            UserWarning,
+            stacklevel=3,
+        )
     with meshio.xdmf.TimeSeriesWriter(path, data_format=data_format) as writer:
         writer.write_points_cells(reference, cells)
         for time, pos in zip(times, positions):

@@ -293,6 +293,19 @@ def test_mimic_joint_keeps_its_coordinate_with_a_warning():
         assert urdf.load(text).n_q == 2
 
 
+def test_zero_mass_with_an_inertia_warns_that_the_link_is_massless():
+    massless = '<inertial><mass value="0"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>'
+    text = _robot_xml(
+        f'<link name="b">{_INERTIAL}</link><link name="c">{massless}</link>'
+        + _joint_xml("ab", "revolute", "a", "b")
+        + _joint_xml("bc", "fixed", "b", "c")
+    )
+    with pytest.warns(UserWarning, match="link 'c' <inertial> has zero mass and a non-zero"):
+        robot = urdf.load(text)
+    # b's own inertia only (0.01 about the joint's x axis): c's 0.1 is dropped
+    np.testing.assert_allclose(sr.mass_matrix(robot, jnp.zeros(1)), [[0.01]], rtol=1e-12)
+
+
 @pytest.mark.parametrize(
     ("mimic", "match"),
     [

@@ -105,9 +105,17 @@ def _inertial(name: str, link: ET.Element) -> _Inertial | None:
     mass = float(_floats(where + " <mass>", elem.find("mass"), "value", 1, None)[0])
     if mass < 0:
         raise ValueError(f"urdf: {where}: mass must be non-negative, got {mass}")
-    if mass == 0:
-        return None
     tensor = elem.find("inertia")
+    if mass == 0:
+        values = [] if tensor is None else list(tensor.attrib.values())
+        if any(_nonzero(v) for v in values):  # Pinocchio keeps such a rotational inertia
+            warnings.warn(
+                f"urdf: {where} has zero mass and a non-zero <inertia>; the link is read as "
+                "massless (its inertia dropped)",
+                UserWarning,
+                stacklevel=6,
+            )
+        return None
     if tensor is None:
         raise ValueError(f"urdf: {where} has a mass but no <inertia>")
     ixx, ixy, ixz, iyy, iyz, izz = (
@@ -118,6 +126,14 @@ def _inertial(name: str, link: ET.Element) -> _Inertial | None:
     rot, com = _origin(where + " <origin>", elem.find("origin"))
     # inertia about the centre of mass, rotated from the inertial frame into the link frame
     return _Inertial(mass, com, rot @ inertia @ rot.T)
+
+
+def _nonzero(text: str) -> bool:
+    """Whether an attribute's text is a non-zero number (or not a number at all)."""
+    try:
+        return float(text) != 0
+    except ValueError:
+        return True
 
 
 def _limits(where: str, elem: ET.Element | None) -> Limits | None:

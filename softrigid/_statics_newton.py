@@ -28,6 +28,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from ._cache import jit
+from ._charts import has_charts, rechart
 from ._checks import status_is
 from ._entry import trial_evaluations
 from ._model import Robot
@@ -109,7 +110,8 @@ class _Carry(NamedTuple):
 def newton(
     robot: Robot, loads: tuple, u: Array, q0: Array, tol: float, max_iter: int
 ) -> tuple[Array, _Carry]:
-    """Newton with backtracking from `q0`: the last iterate and the loop's final state.
+    """Newton with backtracking from `q0` (its rotation vectors re-charted to `|φ| ≤ π`): the
+    last iterate and the loop's final state.
 
     Each pass evaluates `r` at the trial point `q + α Δ` (the first pass evaluates `q0`
     itself), and `J` (`_statics_residual.jacobian`, traced once) only where the trial is
@@ -122,6 +124,10 @@ def newton(
     """
     n = q0.shape[0]
     dtype = q0.dtype
+    if has_charts(robot):
+        # a rotation vector near |φ| = 2π, where ∂r/∂q is nearly singular, starts from the same
+        # rotation at |φ| ≤ π (`simulate` re-charts its start too)
+        q0 = rechart(robot, q0, jnp.zeros_like(q0))[0]
 
     def body(c: _Carry) -> _Carry:
         trial = c.q + c.alpha * c.step

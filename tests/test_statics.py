@@ -197,6 +197,22 @@ def test_stability_of_an_inverted_pendulum():
     assert side.stable
 
 
+def test_a_rotation_vector_start_near_two_pi_is_recharted():
+    # a link hanging from a spherical joint, a side load fixing its twist: two starts that are
+    # the same rotation (|φ| = 0.022 and 2π − 0.022) reach the same equilibrium (from the second,
+    # where ∂r/∂q is nearly singular, Newton stopped after 50 iterations at |r| = 2e-2)
+    body = sr.RigidBody(1.0, (0, 0, 0.3), jnp.diag(jnp.array([2e-2, 2e-2, 1e-3])))
+    robot = sr.Robot([sr.Link(joints.Spherical(), body)], gravity=(0, 0, -9.81))
+    load = sr.PointLoad(0, (0.1, 0.0, 0.3), (0.0, 2.0, 0.0))
+    near = jnp.array([0.01, 0.02, 0.0])
+    far = near * (1.0 - 2.0 * np.pi / jnp.linalg.norm(near))
+    poses = [sr.forward_kinematics(robot, q)[0][0] for q in (near, far)]
+    np.testing.assert_allclose(poses[0], poses[1], atol=1e-14)
+    a, b = (equilibrium(robot, q0=q, loads=load) for q in (near, far))
+    np.testing.assert_allclose(a.q, b.q, rtol=1e-12)
+    assert int(b.iterations) == int(a.iterations)
+
+
 def test_exact_start_converges_in_zero_steps():
     # hanging straight down, g(0) vanishes up to round-off: no force scale, but an equilibrium
     robot = pendulum()

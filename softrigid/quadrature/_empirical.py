@@ -9,13 +9,14 @@ themselves: every integral a body takes over its rule is linear in the rule's we
 
 and the derivatives with respect to the weights at sampled states `s` (the pullbacks of unit
 cotangents, one per integral component) are the integrands at every node. With `Φ` their snapshot matrix (rows `φ_i(·, s)`,
-each scaled to unit norm in `⟨f, g⟩ = Σ_k w_k f_k g_k`, and the constant function, so the volume
-is kept), the right singular vectors of `Φ diag(√w)` above `tol` times the largest
-singular value give an orthonormal basis `ψ_1 … ψ_r` of the sampled integrands, and
+each scaled to unit norm in `⟨f, g⟩ = Σ_k w_k f_k g_k`, and the constant function), the right
+singular vectors of `Φ diag(√w)` above `tol` times the largest singular value give an
+orthonormal basis `ψ_1 … ψ_r` of the sampled integrands; with the unit constant `ψ_0` added as
+an equation of its own (the volume, met exactly rather than to `tol` with the others),
 
-    Σ_k u_k ψ_j(x_k) = Σ_k w_k ψ_j(x_k),   j = 1…r,   u ≥ 0,
+    Σ_k u_k ψ_j(x_k) = Σ_k w_k ψ_j(x_k),   j = 0…r,   u ≥ 0,
 
-is solved by Lawson–Hanson NNLS (`scipy.optimize.nnls`, as `compress` does; at most `r`
+is solved by Lawson–Hanson NNLS (`scipy.optimize.nnls`, as `compress` does; at most `r + 1`
 non-zero weights, the equations met to rounding): every integrand in the span of the snapshots
 is integrated as the full rule does, and one close to it (another state of the sampled range)
 nearly so. Large rules are solved in chunks first, as in `compress`.
@@ -54,7 +55,8 @@ class EmpiricalInfo(NamedTuple):
         n_input: `K`, the number of nodes of the input rule.
         n_snapshots: the sampled integrands (integral components times samples, plus the
             constant function).
-        rank: `r`, the number of basis functions kept (singular values above `tol`).
+        rank: the number of basis functions kept: the constant and the `r` singular
+            vectors above `tol`.
         residual: `‖Σ_k (u_k − w_k) ψ(x_k)‖ / ‖Σ_k w_k ψ(x_k)‖` over the basis `ψ`.
         snapshot_error: the largest relative error of the sampled integrals themselves,
             `max_i |Σ_k (u_k − w_k) φ_i(x_k)| / (Σ_k w_k |φ_i(x_k)|)`.
@@ -143,13 +145,16 @@ def _snapshots(
 
 
 def _basis(phi: np.ndarray, w: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-    """`(r, K)` values of the orthonormal basis `ψ_j` of the snapshots' span (singular values of
-    the unit-norm snapshots above `tol` times the largest) and all singular values."""
+    """`(r + 1, K)` values of the orthonormal basis `ψ_j` of the snapshots' span (singular
+    values of the unit-norm snapshots above `tol` times the largest), then the unit constant
+    `ψ_0` as an equation of its own (so the volume is met exactly, never truncated with the
+    snapshots); and all singular values."""
     norms = np.sqrt((phi * phi) @ w)
     scaled = phi[norms > 0] / norms[norms > 0, None]
     _, s, vt = np.linalg.svd(scaled * np.sqrt(w)[None], full_matrices=False)
     rank = int(np.sum(s > tol * s[0]))
-    return vt[:rank] / np.sqrt(w)[None], s
+    one = np.full((1, w.size), 1.0 / np.sqrt(np.sum(w)))
+    return np.concatenate([vt[:rank] / np.sqrt(w)[None], one]), s
 
 
 def _select(a: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -166,12 +171,17 @@ def _select(a: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx[u > 0], u[u > 0]
 
 
+# the fit's version in the names of the rules kept on disk (2: the constant as an equation of
+# its own, so the volume is exact; rules of version 1 are fitted again)
+_FIT_VERSION = 2
+
+
 def _tag(key: str, tol: float, samples: Any) -> str:
-    """The name of a fit among the rules kept on disk: the user's `key` for the integrals,
-    `tol` and the SHA-256 of the samples' arrays."""
+    """The name of a fit among the rules kept on disk: the fit's version, the user's `key` for
+    the integrals, `tol` and the SHA-256 of the samples' arrays."""
     digest = hashlib.sha256()
     hash_arrays(digest, jax.tree.leaves(samples))
-    return f"empirical {key!r} tol {tol!r} samples {digest.hexdigest()}"
+    return f"empirical v{_FIT_VERSION} {key!r} tol {tol!r} samples {digest.hexdigest()}"
 
 
 def _fit(

@@ -20,7 +20,7 @@ Eight bodies, n = 11 coordinates `q = (θ1..θ6, q7, q8, q9, q10, q11)`, gravity
   tendons at 0°, 120°, 240°, 0.015 m from the backbone, anchored at the arm's tip.
 - Gripper (link 7, q10, q11): the seed's LVP stretch + source with modes `(x3/L)² q`
   (`lvp.gripper`, Table 5) on `meshes/gripper.vtu` (0.05 m, 12 mm chamber bore), its degree-2
-  mesh rule (13,824 nodes) reduced to an empirical cubature (`quadrature.empirical`, 167 nodes)
+  mesh rule (13,824 nodes) reduced to an empirical cubature (`quadrature.empirical`, 168 nodes)
   fitted to the body's integrals (`SoftBody.integrals`) at `GRIPPER_SAMPLES` seeded states of
   its range (`GRIPPER_RANGE`): in this robot its rows of `M` and the inverse dynamics are
   within 2e-11 of the mesh rule's, where the degree-4 compression used before (35 nodes) was

@@ -3,9 +3,9 @@
 The rotation vectors of `Spherical` and `Free` joints are singular at `|φ| = 2π` (the map
 from `φ̇` to the angular velocity loses rank), which a tumbling body reaches in a long run.
 `rechart` applies each joint's `Joint.rechart` to its coordinates: the same configuration in a
-chart away from the singularity (`|φ| > π` becomes `φ (1 − 2π/|φ|)`), with the velocities and
-accelerations mapped by the chart change, `q̇' = ψ'(q) q̇`, `q̈' = ψ'(q) q̈ + ψ''(q)[q̇, q̇]`.
-`softrigid.simulate` calls it after every fixed step.
+chart away from the singularity (`|φ| > π` becomes `φ (1 − 2πk/|φ|)`, `k` whole turns), with
+the velocities and accelerations mapped by the chart change, `q̇' = ψ'(q) q̇`,
+`q̈' = ψ'(q) q̈ + ψ''(q)[q̇, q̇]`. `softrigid.simulate` calls it after every fixed step.
 """
 
 from __future__ import annotations

@@ -265,23 +265,25 @@ def normalize(v: Array) -> Array:
 
 
 def rechart_rotation_vector(phi: Array, phid: Array, *accelerations: Array) -> tuple[Array, ...]:
-    """Move a rotation vector `φ` with `|φ| > π` to the equivalent one of norm `2π − |φ| < π`
-    (the same rotation, `exp(skew φ') = exp(skew φ)`), and its rates to the new chart:
+    """Move a rotation vector `φ` with `|φ| > π` to the equivalent one of norm `≤ π` (the same
+    rotation, `exp(skew φ') = exp(skew φ)`: `k` whole turns about `n` taken off), and its rates
+    to the new chart:
 
-        φ' = ψ(φ) = φ (1 − 2π/|φ|) = φ − 2π n,   n = φ/|φ|,
-        φ̇' = J φ̇,   J = ∂ψ/∂φ = I − (2π/|φ|)(I − n nᵀ),
-        φ̈' = J φ̈ + (∂J/∂φ · φ̇) φ̇         (each of `accelerations`).
+        φ' = ψ(φ) = φ (1 − 2πk/|φ|) = φ − 2πk n,   n = φ/|φ|,   k = round(|φ| / 2π),
+        φ̇' = J φ̇,   J = ∂ψ/∂φ = I − (2πk/|φ|)(I − n nᵀ),
+        φ̈' = J φ̈ + (∂J/∂φ · φ̇) φ̇         (each of `accelerations`; `k` is locally constant).
 
     `(φ, φ̇, φ̈…)` are returned unchanged when `|φ| ≤ π`. The chart map is evaluated at a safe
-    point (`|φ| = 2π`) in the unselected branch, so values and derivatives stay finite at
-    `φ = 0` (double `where`)."""
+    point (`|φ| = 2π`, `k = 1`) in the unselected branch, so values and derivatives stay finite
+    at `φ = 0` (double `where`)."""
     t = jnp.sum(phi * phi)
     flip = t > math.pi**2
     safe = jnp.where(flip, phi, jnp.zeros_like(phi).at[0].set(2 * math.pi))
+    turns = jax.lax.stop_gradient(jnp.round(jnp.sqrt(jnp.sum(safe * safe)) / (2 * math.pi)))
 
     def chart(x: Array) -> Array:
-        # ψ(φ) = φ (1 − 2π/|φ|)
-        return x * (1 - 2 * math.pi / jnp.sqrt(jnp.sum(x * x)))
+        # ψ(φ) = φ (1 − 2πk/|φ|)
+        return x * (1 - 2 * math.pi * turns / jnp.sqrt(jnp.sum(x * x)))
 
     def rate(x: Array) -> Array:
         return jax.jvp(chart, (x,), (phid,))[1]

@@ -57,8 +57,17 @@ def test_rechart_keeps_the_rotation_and_its_rates():
     np.testing.assert_allclose(new[5], old[5], atol=1e-13)  # and angular acceleration
     # the translation of a free joint is not touched
     np.testing.assert_array_equal(new[0][: n - 3], q[: n - 3])
+    # beyond 3π, as many turns as it takes: |φ| = 3.5π and 4.6π come back to 0.5π and 0.6π
+    direction = q[n - 3 :] / np.linalg.norm(q[n - 3 :])
+    for turns in (3.5, 4.6):
+        q[n - 3 :] = turns * np.pi * direction
+        old, new = _both_charts(joint, q, qd, qdd)
+        np.testing.assert_allclose(new[6], abs(turns - 2 * round(turns / 2)) * np.pi, rtol=1e-13)
+        np.testing.assert_allclose(new[3], old[3], atol=1e-14)
+        np.testing.assert_allclose(new[4], old[4], atol=1e-13)
+        np.testing.assert_allclose(new[5], old[5], atol=1e-12)
     # |φ| ≤ π is left as it is
-    q[n - 3 :] /= 2
+    q[n - 3 :] = (1.0, -1.25, 0.5)
     old, new = _both_charts(joint, q, qd, qdd)
     for k in range(3):
         np.testing.assert_array_equal(new[k], old[k])

@@ -22,8 +22,8 @@ class Spherical(SpringJoint):
     Chart (the rotation part of `Free`): exponential coordinates, smooth everywhere with the
     pose exact for any `φ` (and at `φ = 0`); the map from `φ̇` to the angular velocity,
     `ω = J_r(φ) φ̇`, is singular at `|φ| = 2π k` (k ≥ 1). `rechart` moves `|φ| > π` to
-    `φ (1 − 2π/|φ|)` (`softrigid._math.rechart_rotation_vector`); `simulate` does it after
-    every step, so `|φ| ≤ π` up to one step's rotation; a joint with a spring or damper
+    `φ (1 − 2πk/|φ|)`, `k = round(|φ|/2π)` (`softrigid._math.rechart_rotation_vector`);
+    `simulate` does it after every step, so `|φ| ≤ π` up to one step's rotation; a joint with a spring or damper
     (defined in the chart) is never re-charted.
 
     Args:
@@ -57,7 +57,7 @@ class Free(Joint):
 
     Chart: the exponential coordinates are smooth everywhere and the pose is exact for any
     `φ`; the map from `φ̇` to the angular velocity is singular at `|φ| = 2π k` (k ≥ 1).
-    `rechart` moves `|φ| > π` to `φ (1 − 2π/|φ|)` (as `Spherical`; `p` is unchanged).
+    `rechart` moves `|φ| > π` to `φ (1 − 2πk/|φ|)` (as `Spherical`; `p` is unchanged).
     """
 
     origin_rotation: Array

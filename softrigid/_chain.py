@@ -16,7 +16,7 @@ import numpy as np
 from jax import Array
 
 from . import _recursion as rec
-from ._checks import check_index, raise_if
+from ._checks import check_index, is_real_dtype, raise_if
 from ._entry import algorithm, check_robot
 from ._math import matmul, matvec
 from ._model import Link, Robot
@@ -213,9 +213,7 @@ def world_points(robot: Robot, q: Array, i: int, points: Array) -> Array:
         points = jnp.asarray(points)
     except (TypeError, ValueError) as err:
         raise TypeError(f"world_points: points must be a real array (M, 3): {err}") from None
-    if not (
-        jnp.issubdtype(points.dtype, jnp.floating) or jnp.issubdtype(points.dtype, jnp.integer)
-    ):
+    if not is_real_dtype(points.dtype):
         raise TypeError(f"world_points: points must be real, got dtype {points.dtype}")
     if points.ndim != 2 or points.shape[1] != 3:
         raise ValueError(f"world_points: points must have shape (M, 3), got {points.shape}")

@@ -31,6 +31,7 @@ __all__ = [
     "check_state",
     "copy_params",
     "flagging",
+    "is_real_dtype",
     "is_real_number",
     "none_fired",
     "raise_if",
@@ -107,6 +108,11 @@ def as_float(value: Any, name: str = "value") -> Array:
         return jnp.asarray(arr.astype(float))
     except errors as err:
         raise TypeError(f"{name} must be real numbers, got {value!r} ({err})") from None
+
+
+def is_real_dtype(dtype: Any) -> bool:
+    """A floating or integer dtype: real numbers (not complex, boolean or text)."""
+    return bool(jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer))
 
 
 def is_real_number(value: Any) -> bool:

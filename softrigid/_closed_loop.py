@@ -21,7 +21,7 @@ from jax import Array
 
 from ._articulated import articulated_accelerations, choose_solver
 from ._cache import jit
-from ._checks import as_scalar
+from ._checks import as_scalar, is_real_dtype
 from ._constraints import (
     Constraint,
     check_constraints,
@@ -59,7 +59,7 @@ class Dynamics(NamedTuple):
     def checked(self, u: Any, q: Array) -> Array:
         raw = jnp.asarray(u)
         what = "actuator inputs" if self.robot.actuators else "generalized forces"
-        if not (jnp.issubdtype(raw.dtype, jnp.floating) or jnp.issubdtype(raw.dtype, jnp.integer)):
+        if not is_real_dtype(raw.dtype):
             raise TypeError(
                 f"controller(t, q, qd) must return the robot's real inputs ({what}), got dtype "
                 f"{raw.dtype}"

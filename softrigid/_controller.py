@@ -18,6 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ._checks import is_real_dtype
+
 if TYPE_CHECKING:
     from ._dynamics import DynamicsTerms
 
@@ -86,7 +88,7 @@ def real_inputs(what: str, u: Any) -> Array:
     """`u` as an array of real (floating or integer) inputs, else a `TypeError` naming `what`
     (a cast to the state's dtype would drop a complex input's imaginary part)."""
     u = jnp.asarray(u)
-    if not (jnp.issubdtype(u.dtype, jnp.floating) or jnp.issubdtype(u.dtype, jnp.integer)):
+    if not is_real_dtype(u.dtype):
         raise TypeError(f"{what} must return real inputs, got dtype {u.dtype}")
     return u
 

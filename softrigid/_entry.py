@@ -42,7 +42,7 @@ from jax import Array
 from . import _batching, _fastpath
 from . import _recursion as rec
 from ._cache import jit
-from ._checks import as_flag, check_state, raise_if
+from ._checks import as_flag, check_state, is_real_dtype, raise_if
 from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
@@ -147,7 +147,7 @@ def check_inputs(robot: Robot, u: Any, dtype: Any, name: str = "u") -> Array:
         raise TypeError(
             f"{name} must be a real array of shape ({robot.n_u},) ({what}), got {u!r} ({err})"
         ) from None
-    if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
+    if not is_real_dtype(arr.dtype):
         raise TypeError(f"{name} must be real ({what}), got dtype {arr.dtype}")
     if arr.shape != (robot.n_u,):
         hint = "; for a batch use jax.vmap" if arr.ndim > 1 else ""

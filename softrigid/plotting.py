@@ -17,6 +17,7 @@ from jax import Array
 
 from ._cache import jit
 from ._chain import proximal_poses
+from ._checks import is_real_dtype
 from ._entry import check_robot, check_states
 from ._model import Robot
 from ._simulate import Trajectory
@@ -83,7 +84,7 @@ def _trajectory(where: str, traj: Any) -> tuple[np.ndarray, np.ndarray]:
         )
     t, q = np.asarray(traj.t), np.asarray(traj.q)
     for name, value in (("t", t), ("q", q)):
-        if not (np.issubdtype(value.dtype, np.floating) or np.issubdtype(value.dtype, np.integer)):
+        if not is_real_dtype(value.dtype):
             raise TypeError(f"{where}: traj.{name} must be real numbers, got dtype {value.dtype}")
     if t.ndim != 1 or q.ndim != 2 or q.shape[0] != t.shape[0] or t.size == 0:
         raise ValueError(

@@ -20,6 +20,7 @@ from jax import Array
 from .. import meshing
 from .._cache import jit
 from .._chain import links_world_points
+from .._checks import is_real_dtype
 from .._entry import raise_runtime_errors
 from .._model import Robot
 from .._soft_body import SoftBody
@@ -119,7 +120,7 @@ def body_meshes(robot: Robot, meshes: Any = None) -> tuple[meshio.Mesh | None, .
             mesh = None
         if mesh is not None:
             raw = np.asarray(mesh.points)
-            if not (np.issubdtype(raw.dtype, np.floating) or np.issubdtype(raw.dtype, np.integer)):
+            if not is_real_dtype(raw.dtype):
                 # (a complex mesh lost its imaginary parts in the file)
                 raise TypeError(f"link {i}: mesh points must be real, got dtype {raw.dtype}")
             pts = raw.astype(float)

@@ -20,12 +20,11 @@ from ._checks import as_index, as_vector, check_index
 from ._model import Robot
 from ._module import is_concrete, module, static
 from ._soft_body import SoftBody
-from .quadrature._geometry import contains, has_geometry
+from .quadrature._geometry import INSIDE_TOL, contains, has_geometry
 
 __all__ = ["Load", "PointLoad", "Wrench", "check_loads", "external_loads"]
 
 _FRAMES = ("world", "distal")
-INSIDE_TOL = 1e-9  # relative to the body's size, as the tendons' paths
 # (id(volume), point bytes) → (volume, inside): a mesh's test costs ~2 ms, an eager call ~20 µs;
 # the value holds the volume, so its id is not reused while the entry lives
 _INSIDE: dict[tuple[int, bytes], tuple[Any, bool]] = {}
@@ -150,9 +149,9 @@ def _check_inside(robot: Robot, load: PointLoad) -> None:
             _INSIDE.clear()
         hit = _INSIDE[key] = (vol, bool(contains(vol, point, tol=INSIDE_TOL)))
     if not hit[1]:
-        x = point
+        x, y, z = point
         raise ValueError(
-            f"PointLoad: the material point ({x[0]:.6g}, {x[1]:.6g}, {x[2]:.6g}) is outside the "
+            f"PointLoad: the material point ({x:.6g}, {y:.6g}, {z:.6g}) is outside the "
             f"{vol.geometry} volume of link {load.link}'s body"
         )
 

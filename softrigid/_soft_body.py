@@ -27,7 +27,7 @@ from ._rows import (
     row_position_level,
     row_velocity_level,
 )
-from .kinematics._base import Kinematics, as_kinematics, check_map
+from .kinematics._base import Kinematics, as_kinematics, check_map, kinematics_name
 from .materials._base import Material
 from .quadrature._geometry import contains, has_geometry, within_envelope
 from .quadrature._rule import QuadratureRule
@@ -370,7 +370,7 @@ def _check_hollow(kin: Kinematics, volume: QuadratureRule) -> None:
     inside = contains(volume, axis)
     if inside.any():
         raise ValueError(
-            f"SoftBody: the kinematics {type(kin).__name__} has a Source (a cavity that grows), "
+            f"SoftBody: the kinematics {kinematics_name(kin)} has a Source (a cavity that grows), "
             f"which needs a hollow body, but the axis point (0, 0, {z[np.argmax(inside)]:.6g}) "
             f"is inside its {volume.geometry} volume: use a tube or a mesh with the cavity"
         )

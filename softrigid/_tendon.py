@@ -24,11 +24,9 @@ from ._module import is_concrete, module, static
 from ._soft_body import SoftBody
 from .kinematics._base import trace_user
 from .quadrature._gauss import gauss_legendre
-from .quadrature._geometry import contains, has_geometry
+from .quadrature._geometry import INSIDE_TOL, contains, has_geometry
 
 __all__ = ["Tendon", "soft_body"]
-
-INSIDE_TOL = 1e-9
 
 
 def soft_body(cls: str, robot: Robot, link: int) -> SoftBody:

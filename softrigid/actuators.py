@@ -26,10 +26,10 @@ from ._checks import as_index, check_index, raise_if
 from ._entry import PREFIX, in_trial_evaluations
 from ._model import Robot
 from ._module import is_concrete, module, static
-from ._tendon import INSIDE_TOL, Tendon, soft_body
+from ._tendon import Tendon, soft_body
 from .kinematics._base import check_real_scalar, real_result, trace_user
 from .materials import deformation_gradient
-from .quadrature._geometry import has_geometry, region_outside
+from .quadrature._geometry import INSIDE_TOL, has_geometry, region_outside
 from .quadrature._rule import QuadratureRule
 
 __all__ = ["Actuator", "JointMotor", "PressureChamber", "Tendon"]

@@ -27,7 +27,11 @@ from .. import meshing
 from .._module import is_concrete
 from ._rule import QuadratureRule
 
-__all__ = ["contains", "has_geometry", "region_outside", "within_envelope"]
+__all__ = ["INSIDE_TOL", "contains", "has_geometry", "region_outside", "within_envelope"]
+
+# How far outside a volume a material point may lie, relative to the body's size (rounding of
+# the geometry: a point on the surface is inside).
+INSIDE_TOL = 1e-9
 
 
 def has_geometry(rule: QuadratureRule) -> bool:
@@ -39,7 +43,7 @@ def has_geometry(rule: QuadratureRule) -> bool:
     )
 
 
-def within_envelope(rule: QuadratureRule, points: Any, tol: float = 1e-9) -> np.ndarray:
+def within_envelope(rule: QuadratureRule, points: Any, tol: float = INSIDE_TOL) -> np.ndarray:
     """Whether material points lie in the volume of `rule` with its cavities filled: a tube's
     bore and a mesh's inner holes count as inside (the convex hull of a mesh's nodes). For the
     cavity of a hollow body (a pressure chamber) this is the region the body's map must cover.
@@ -58,7 +62,7 @@ def within_envelope(rule: QuadratureRule, points: Any, tol: float = 1e-9) -> np.
     return contains(rule, x, tol)
 
 
-def region_outside(rule: QuadratureRule, region: QuadratureRule, tol: float = 1e-9) -> Any:
+def region_outside(rule: QuadratureRule, region: QuadratureRule, tol: float = INSIDE_TOL) -> Any:
     """A point of the reference volume of `region` outside the envelope of `rule`
     (`within_envelope`), or `None` when the whole region lies in it.
 
@@ -107,7 +111,7 @@ def _extreme_points(region: QuadratureRule, normals: np.ndarray) -> np.ndarray:
     return np.column_stack([np.repeat(section, 2, axis=0), ends])
 
 
-def contains(rule: QuadratureRule, points: Any, tol: float = 1e-9) -> np.ndarray:
+def contains(rule: QuadratureRule, points: Any, tol: float = INSIDE_TOL) -> np.ndarray:
     """Whether material points lie in the reference volume of `rule`.
 
     Args:

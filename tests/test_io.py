@@ -344,3 +344,138 @@ def test_surface_of_quadratic_and_surface_meshes():
         sio.surface(meshio.Mesh(nodes[:2], [("line", np.array([[0, 1]]))]))
     with pytest.raises(TypeError, match="surface: expected a meshio.Mesh"):
         sio.surface(nodes)
+
+
+# ------------------------------------------------------------------ files other readers take
+
+
+def _segment_robot() -> sr.Robot:
+    return sr.Robot(
+        [sr.Link(joints.Fixed(), sr.SoftBody(PlanarConstantCurvature(L), segment(L), 0.3))]
+    )
+
+
+def test_xdmf_of_polylines_only_names_their_nodes_per_element(tmp_path):
+    # XDMF requires NodesPerElement on a Polyline topology (ParaView's reader refuses the file
+    # without it); meshio's time-series writer left it out
+    path = tmp_path / "segment.xdmf"
+    sio.write_trajectory(path, _segment_robot(), [0.0, 1.0], [[0.0], [0.5]])
+    topology = ET.parse(path).getroot().find(".//Topology")
+    assert topology.get("TopologyType") == "Polyline"
+    assert topology.get("NodesPerElement") == "2"
+    times, frames = sio.read_trajectory(path)
+    np.testing.assert_array_equal(times, [0.0, 1.0])
+    assert frames[1].cells_dict["line"].shape == (20, 2)
+
+
+def test_xdmf_leaves_vertex_cells_out_of_a_mixed_topology(tmp_path):
+    # meshio's time-series writer gives a vertex no node count in a mixed topology, where
+    # XDMF requires one: a reader that follows the format loses its place in the stream
+    rigid = sr.RigidBody(0.5, (0, 0, 0.05), np.eye(3) * 1e-3, (np.eye(3), (0, 0, L)))
+    rob = sr.Robot(
+        [
+            sr.Link(joints.Revolute((0.0, 1.0, 0.0)), rigid),
+            sr.Link(joints.Fixed(), sr.SoftBody(PlanarConstantCurvature(L), cylinder(R, L), 1e3)),
+        ]
+    )
+    markers = meshio.Mesh(np.array([[0, 0, 0.0], [0, 0, L]]), [("vertex", np.array([[0], [1]]))])
+    path = tmp_path / "markers.xdmf"
+    with pytest.warns(UserWarning, match="vertex cells .* left out of a mixed-topology XDMF"):
+        sio.write_trajectory(path, rob, [0.0], np.zeros((1, rob.n_q)), {0: markers})
+    _, frames = sio.read_trajectory(path)
+    assert {b.type for b in frames[0].cells} == {"tetra"}
+    # alone, the markers are a Polyvertex topology with its NodesPerElement
+    alone = sr.Robot([sr.Link(joints.Revolute((0.0, 1.0, 0.0)), rigid)])
+    sio.write_trajectory(tmp_path / "alone.xdmf", alone, [0.0], np.zeros((1, 1)), {0: markers})
+    topology = ET.parse(tmp_path / "alone.xdmf").getroot().find(".//Topology")
+    assert (topology.get("TopologyType"), topology.get("NodesPerElement")) == ("Polyvertex", "1")
+
+
+@pytest.mark.parametrize(
+    "volume",
+    [cylinder(2e-4, 1.0), box((0.1, 1e-4, 1.0), 2), tube(0.0099, 0.01, 1.0)],
+    ids=["slender cylinder", "thin plate", "thin-walled tube"],
+)
+def test_drawn_meshes_of_slender_geometries_stay_small(volume):
+    # meshing's default resolution would need 2.4e6 (the cylinder: refused), 4.8e8 (the
+    # plate) and 4e8 (the tube) elements: a drawing is coarsened to DRAW_ELEMENTS
+    from softrigid.io._bodies import DRAW_ELEMENTS
+
+    rob = sr.Robot(
+        [sr.Link(joints.Fixed(), sr.SoftBody(PlanarConstantCurvature(1.0), volume, 1e3))]
+    )
+    (mesh,) = sio.body_meshes(rob)
+    count = sum(len(b.data) for b in mesh.cells)
+    assert 0.1 * DRAW_ELEMENTS < count <= DRAW_ELEMENTS
+    lo, hi = mesh.points.min(0), mesh.points.max(0)
+    assert lo[2] == 0.0 and hi[2] == 1.0  # the whole length drawn
+
+
+def test_drawn_mesh_of_an_ordinary_cylinder_is_meshings_default():
+    (mesh, *_) = sio.body_meshes(
+        sr.Robot(
+            [sr.Link(joints.Fixed(), sr.SoftBody(PlanarConstantCurvature(L), cylinder(R, L), 1e3))]
+        )
+    )
+    np.testing.assert_array_equal(
+        mesh.cells_dict["tetra"], meshing.cylinder(R, L).cells_dict["tetra"]
+    )
+
+
+@pytest.mark.parametrize("suffix", [".stl", ".off", ".ply"])
+def test_write_state_refuses_a_format_that_drops_the_cells(robot, link_mesh, tmp_path, suffix):
+    # meshio writes these surface formats without the tetrahedra (a printed warning only)
+    path = tmp_path / f"state{suffix}"
+    with pytest.raises(ValueError, match=r"holds \d+ of the robot's \d+ cells .*write a \.vtu"):
+        sio.write_state(path, robot, Q, {2: link_mesh})
+    assert not path.exists()
+    sio.write_state(tmp_path / "state.inp", robot, Q, {2: link_mesh})  # Abaqus holds them all
+    back = meshio.read(tmp_path / "state.inp")
+    assert sum(len(b.data) for b in back.cells) == sum(
+        len(b.data) for m in sio.body_meshes(robot, {2: link_mesh}) if m for b in m.cells
+    )
+
+
+def test_pvd_needs_its_folder_and_removes_frames_of_a_longer_series(robot, tmp_path):
+    with pytest.raises(FileNotFoundError, match="no folder"):
+        sio.write_trajectory(tmp_path / "missing" / "run.pvd", robot, [0.0], np.zeros((1, 5)))
+    path = tmp_path / "run.pvd"
+    sio.write_trajectory(path, robot, np.arange(4.0), np.zeros((4, 5)))
+    (tmp_path / "run" / "notes.txt").write_text("kept")
+    sio.write_trajectory(path, robot, np.arange(2.0), np.zeros((2, 5)))
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
+        "notes.txt",
+        "run_000000.vtu",
+        "run_000001.vtu",
+    ]
+    assert len(sio.read_trajectory(path)[1]) == 2
+
+
+def test_user_meshes_without_cells(robot, tmp_path):
+    box_mesh = meshing.box((0.01, 0.01, L), (1, 1, 1))
+    empty_first = meshio.Mesh(
+        box_mesh.points,
+        [("triangle", np.zeros((0, 3), int)), ("tetra", box_mesh.cells_dict["tetra"])],
+    )
+    sio.write_state(tmp_path / "s.vtu", robot, Q, {2: empty_first})  # the empty block left out
+    assert "triangle" not in meshio.read(tmp_path / "s.vtu").cells_dict
+    with pytest.raises(ValueError, match="link 2: the mesh has no cells to draw"):
+        sio.write_state(tmp_path / "s.vtu", robot, Q, {2: meshio.Mesh(box_mesh.points, [])})
+
+
+def test_geometry_warning_points_at_the_callers_line(tmp_path):
+    rule = QuadratureRule(np.array([[0.0, 0.0, 0.05]]), np.array([1e-4]))
+    rob = sr.Robot(
+        [
+            sr.Link(joints.Fixed(), sr.SoftBody(PlanarConstantCurvature(L), rule, 1000.0)),
+            sr.Link(joints.Fixed(), sr.SoftBody(PlanarConstantCurvature(L), segment(L), 0.3)),
+        ]
+    )
+    for call in (
+        lambda: sio.body_meshes(rob),
+        lambda: sio.deformed_meshes(rob, np.zeros(2)),
+        lambda: sio.write_state(tmp_path / "s.vtu", rob, np.zeros(2)),
+    ):
+        with pytest.warns(UserWarning, match="no known geometry") as record:
+            call()
+        assert record[0].filename == __file__

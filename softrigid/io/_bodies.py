@@ -6,6 +6,7 @@ field `link`, and boundary surfaces for plotting."""
 from __future__ import annotations
 
 import functools
+import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -27,10 +28,14 @@ from .._soft_body import SoftBody
 from ..quadrature import ReferenceMesh
 from ..quadrature._mesh import read_mesh
 
-__all__ = ["body_meshes", "deformed_meshes", "surface"]
+__all__ = ["body_meshes", "deformed_meshes", "reference_meshes", "surface"]
 
 _CHUNK = 64  # most frames mapped per compiled call (a power of two)
 _SEGMENT_DIVISIONS = 20
+# the most elements of the mesh drawn for a built-in geometry (cylinder, tube, box), and the
+# most sides of a tube's drawn section
+DRAW_ELEMENTS = 200_000
+_DRAW_SIDES = 96
 
 
 def _as_meshio(where: str, value: Any) -> meshio.Mesh:
@@ -47,23 +52,45 @@ def _as_meshio(where: str, value: Any) -> meshio.Mesh:
 
 
 def _geometry_mesh(volume: Any) -> meshio.Mesh | None:
-    """A mesh of a rule's reference volume, or `None` when its geometry is unknown."""
+    """A mesh of a rule's reference volume, or `None` when its geometry is unknown. Built-in
+    geometries get `softrigid.meshing`'s default resolution, coarsened where that would exceed
+    `DRAW_ELEMENTS` (a slender rod, a thin plate or wall: longer, flatter elements; a drawing,
+    not an integration mesh)."""
     if volume.geometry == "mesh":
         return volume.mesh.to_meshio()
     if volume.geometry is None or volume.dimensions is None:
         return None
     dims = [float(d) for d in np.asarray(volume.dimensions)]
     if volume.geometry == "cylinder":
-        return meshing.cylinder(*dims)
+        # meshing.cylinder's defaults: 3 rings, 18 sides (54 section triangles, 3 tetrahedra
+        # each per layer), layers as high as the ring spacing
+        return meshing.cylinder(*dims, n_axial=_layers(dims[1], dims[0] / 3, 3 * 54))
     if volume.geometry == "tube":
-        return meshing.tube(*dims)
+        h = 0.5 * (dims[1] - dims[0])  # meshing.tube's 2 rings
+        sides = min(max(6, math.ceil(2.0 * math.pi * dims[1] / h)), _DRAW_SIDES)
+        return meshing.tube(*dims, n_angular=sides, n_axial=_layers(dims[2], h, 12 * sides))
     if volume.geometry == "box":
-        h = 0.5 * min(dims[0], dims[1])
-        return meshing.box(dims, tuple(max(1, round(s / h)) for s in dims))
+        return meshing.box(dims, _box_divisions(dims))
     z = np.linspace(0.0, dims[0], _SEGMENT_DIVISIONS + 1)
     points = np.stack([np.zeros_like(z), np.zeros_like(z), z], -1)
     lines = np.stack([np.arange(_SEGMENT_DIVISIONS), np.arange(1, _SEGMENT_DIVISIONS + 1)], -1)
     return meshio.Mesh(points, [("line", lines)])
+
+
+def _layers(length: float, h: float, per_layer: int) -> int:
+    """Layers about `h` high along `length`, at most `DRAW_ELEMENTS` elements in all."""
+    return max(1, min(math.ceil(length / h - 1e-9), DRAW_ELEMENTS // per_layer))
+
+
+def _box_divisions(dims: list[float]) -> tuple[int, ...]:
+    """Cells about half the section's smaller side wide (six tetrahedra each), wider where
+    that would exceed `DRAW_ELEMENTS` (a thin plate)."""
+    h = 0.5 * min(dims[0], dims[1])
+    while True:
+        counts = tuple(max(1, round(s / h)) for s in dims)
+        if 6 * math.prod(counts) <= DRAW_ELEMENTS:
+            return counts
+        h *= 1.25
 
 
 def _mesh_entries(robot: Robot, meshes: Any) -> list[Any]:
@@ -101,6 +128,11 @@ def body_meshes(robot: Robot, meshes: Any = None) -> tuple[meshio.Mesh | None, .
     Returns:
         One `meshio.Mesh` (or `None`: nothing to draw) per link.
     """
+    return reference_meshes(robot, meshes, stacklevel=3)
+
+
+def reference_meshes(robot: Robot, meshes: Any, stacklevel: int) -> tuple[meshio.Mesh | None, ...]:
+    """`body_meshes`, its warnings `stacklevel` frames up (the public caller's caller)."""
     if not isinstance(robot, Robot):
         raise TypeError(f"robot must be a softrigid.Robot, got {type(robot).__name__}")
     out = []
@@ -114,7 +146,7 @@ def body_meshes(robot: Robot, meshes: Any = None) -> tuple[meshio.Mesh | None, .
                     f"link {i}: the soft body's volume has no known geometry; "
                     f"give meshes[{i}] to draw it",
                     UserWarning,
-                    stacklevel=2,
+                    stacklevel=stacklevel,
                 )
         else:
             mesh = None
@@ -127,6 +159,7 @@ def body_meshes(robot: Robot, meshes: Any = None) -> tuple[meshio.Mesh | None, .
             if pts.ndim != 2 or pts.shape[1] != 3 or not np.all(np.isfinite(pts)):
                 raise ValueError(f"link {i}: mesh points must be finite with shape (N, 3)")
             _check_cells(f"link {i}", mesh)
+            mesh = _drawn_cells(f"link {i}", mesh)
         out.append(mesh)
     return tuple(out)
 
@@ -201,7 +234,7 @@ def deformed_meshes(robot: Robot, q: Any, meshes: Any = None) -> tuple[meshio.Me
         Per link a `meshio.Mesh` whose points are world positions `p = world_points(robot, q,
         i, x)` of its nodes `x`, with the point field `material_coordinates` (= `x`), or `None`.
     """
-    refs = body_meshes(robot, meshes)
+    refs = reference_meshes(robot, meshes, stacklevel=3)
     q = _configurations(robot, q, batched=False)
     world = _positions(robot, q[None], refs)[0]
     out, start = [], 0
@@ -219,6 +252,17 @@ def deformed_meshes(robot: Robot, q: Any, meshes: Any = None) -> tuple[meshio.Me
         )
         start += n
     return tuple(out)
+
+
+def _drawn_cells(where: str, mesh: meshio.Mesh) -> meshio.Mesh:
+    """`mesh` without its empty cell blocks (which the file writers cannot take); a mesh left
+    without cells is a `ValueError` naming it."""
+    blocks = [b for b in mesh.cells if len(b.data)]
+    if not blocks:
+        raise ValueError(
+            f"{where}: the mesh has no cells to draw (give vertex cells to draw its points)"
+        )
+    return mesh if len(blocks) == len(mesh.cells) else meshio.Mesh(mesh.points, blocks)
 
 
 def _check_cells(where: str, mesh: meshio.Mesh) -> None:

@@ -3,6 +3,7 @@ series as ParaView collections (`.pvd`, a `.vtu` per frame) or XDMF, and reading
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import os
 import warnings
@@ -16,7 +17,7 @@ import numpy as np
 from .. import meshing
 from .._model import Robot
 from ..quadrature._mesh import read_mesh, reader_errors
-from ._bodies import _configurations, _merge, _positions, body_meshes
+from ._bodies import _configurations, _merge, _positions, reference_meshes
 
 __all__ = ["read_trajectory", "write_state", "write_trajectory"]
 
@@ -44,14 +45,42 @@ def write_state(path: str | os.PathLike, robot: Robot, q: Any, meshes: Any = Non
     """Write the robot at configuration `q` to one mesh file (format by suffix; `.vtu` opens
     in ParaView): all drawn bodies at their world positions, cell field `link` (link index),
     point field `material_coordinates`. A format meshio cannot write (an unknown suffix, cells
-    it cannot hold) is a `ValueError` naming the file."""
+    it cannot hold) is a `ValueError` naming the file: formats other than `.vtu`, `.vtk` and
+    XDMF are read back, and a file that lost cells (meshio leaves out, with a printed warning,
+    the cells a surface format such as `.stl`, `.off` or `.ply` cannot hold) is removed."""
     path = _path("write_state", path)
-    refs = body_meshes(robot, meshes)
+    refs = reference_meshes(robot, meshes, stacklevel=3)
     q = _configurations(robot, q, batched=False)
     merged = _merge(refs)
     merged.point_data["material_coordinates"] = merged.points
     merged.points = _positions(robot, q[None], refs)[0]
     _write_mesh("write_state", path, merged)
+    if path.suffix.lower() not in _HOLDS_ALL_CELLS:
+        _check_written(path, merged)
+
+
+# the suffixes whose meshio writers keep every cell type (the others are read back)
+_HOLDS_ALL_CELLS = (".vtu", ".vtk", ".xdmf", ".xmf")
+
+
+def _check_written(path: Path, mesh: meshio.Mesh) -> None:
+    """Read `path` back: a `ValueError` naming the file (and the file removed) where it holds
+    fewer cells than `mesh` (a format may convert cell types, e.g. Tecplot's tetrahedra to
+    degenerate hexahedra, but not drop cells)."""
+    try:
+        back = meshio.read(path)
+    except Exception:  # a format meshio writes but cannot read: nothing to compare
+        return
+    written = sum(len(block.data) for block in mesh.cells)
+    held = sum(len(block.data) for block in back.cells)
+    if held < written:
+        path.unlink()
+        kinds = ", ".join(dict.fromkeys(block.type for block in mesh.cells))
+        raise ValueError(
+            f"write_state: {str(path)!r} holds {held} of the robot's {written} cells "
+            f"({kinds}): meshio left out those its format cannot hold (the file was removed); "
+            "write a .vtu"
+        )
 
 
 def _times(t: Any, n: int) -> np.ndarray:
@@ -81,7 +110,9 @@ def write_trajectory(
             moves) or `*.xdmf` (one file: reference geometry at `q = 0` plus the point fields
             `displacement` and `position` per step; *Warp By Vector* shows the motion).
         robot: a `softrigid.Robot`.
-        t: `(S,)` times, non-decreasing; q: `(S, n_q)` configurations (e.g. a
+        t: `(S,)` times, non-decreasing (equal times, e.g. both sides of a switch, are
+            separate frames in the file, but ParaView shows one frame per time); q: `(S, n_q)`
+            configurations (e.g. a
             `softrigid.Trajectory`'s `t` and `q`).
         meshes: as in `body_meshes`.
         data_format: XDMF only: `"XML"` (inline text, exact float64 round trip, no extra
@@ -102,7 +133,7 @@ def write_trajectory(
             f"write_trajectory: {path.name}: data_format='HDF' needs h5py (pip install h5py); "
             "data_format='XML' writes the same data inline"
         )
-    refs = body_meshes(robot, meshes)
+    refs = reference_meshes(robot, meshes, stacklevel=3)
     qs = _configurations(robot, q, batched=True)
     times = _times(t, qs.shape[0])
     merged = _merge(refs)
@@ -123,7 +154,13 @@ def _write_pvd(
     positions: list[np.ndarray],
 ) -> None:
     folder = path.with_suffix("")
-    folder.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():  # as every other file written: no folder is made up
+        raise FileNotFoundError(f"write_trajectory: no folder {str(path.parent)!r}")
+    folder.mkdir(exist_ok=True)
+    # frames of an earlier, longer series under the same name would outlive it
+    for old in folder.glob(f"{glob.escape(folder.name)}_[0-9][0-9][0-9][0-9][0-9][0-9].vtu"):
+        if int(old.stem[-6:]) >= len(times):
+            old.unlink()
     root = ET.Element("VTKFile", type="Collection", version="0.1", byte_order="LittleEndian")
     collection = ET.SubElement(root, "Collection")
     for k, (time, pos) in enumerate(zip(times, positions)):
@@ -161,15 +198,17 @@ def _write_xdmf(
     data_format: str,
 ) -> None:
     cells, links = merged.cells, merged.cell_data["link"]
-    if len({b.type for b in cells}) > 1 and any(b.type == "line" for b in cells):
-        # meshio cannot write polylines inside a mixed XDMF topology
+    dropped = sorted({b.type for b in cells} & {"line", "vertex"})
+    if len({b.type for b in cells}) > 1 and dropped:
+        # meshio's time-series writer gives lines and vertices in a mixed topology no node
+        # count (or a broken one), which XDMF requires there
         warnings.warn(
-            "write_trajectory: line cells (segment bodies) are left out of a mixed-topology "
-            "XDMF file; write a .pvd to keep them",
+            f"write_trajectory: {' and '.join(dropped)} cells (segment bodies, point markers) "
+            "are left out of a mixed-topology XDMF file; write a .pvd to keep them",
             UserWarning,
             stacklevel=3,
         )
-        keep = [k for k, b in enumerate(cells) if b.type != "line"]
+        keep = [k for k, b in enumerate(cells) if b.type not in dropped]
         cells, links = [cells[k] for k in keep], [links[k] for k in keep]
     higher = sorted({b.type for b in cells} - _MIXED_READABLE)
     if len({b.type for b in cells}) > 1 and higher:
@@ -194,6 +233,23 @@ def _write_xdmf(
                 },
                 cell_data={"link": links},
             )
+    _nodes_per_element(path)
+
+
+def _nodes_per_element(path: Path) -> None:
+    """Give a `Polyline` or `Polyvertex` topology its `NodesPerElement`, which XDMF requires
+    (ParaView's reader refuses the file without it) and meshio's time-series writer leaves
+    out."""
+    tree = ET.parse(path)
+    changed = False
+    for topology in tree.iter("Topology"):
+        item = topology.find("DataItem")
+        kind = topology.get("TopologyType")
+        if kind in ("Polyline", "Polyvertex") and "NodesPerElement" not in topology.attrib:
+            topology.set("NodesPerElement", item.get("Dimensions").split()[1])
+            changed = True
+    if changed:
+        tree.write(path)
 
 
 def read_trajectory(path: str | os.PathLike) -> tuple[np.ndarray, list[meshio.Mesh]]:

@@ -183,7 +183,10 @@ def equilibrium(
     backtracking line search (halving `α` until `max|r(q + αΔ)| ≤ (1 − 10⁻⁴ α) max|r(q)|`),
     in one `lax.while_loop`. Converged when `max|r| ≤ tol · F`, with `F` the largest entry of
     the separate terms `g`, `s`, `Q_ext`, `A u` and of `J` met at the initial guess and the
-    iterates (relative to the forces in play; an exact equilibrium as `q0` takes 0 steps).
+    iterates (relative to the forces in play; an exact equilibrium as `q0` takes 0 steps), and
+    the next Newton correction below `tol · max(1, max|q|)` entrywise, or no longer reducing
+    `max|r|` (rounding): a weakly held coordinate beside a stiff one (a rod's bending beside
+    its axial stiffness) is resolved to `tol` as well.
 
     Works under `jax.jit` and `jax.vmap` (e.g. over `u`); `jax.grad`/`jax.jacfwd` of the result
     with respect to `u` or the robot's parameters use the implicit function theorem,
@@ -200,7 +203,7 @@ def equilibrium(
             zeros.
         q0: `(n_q,)` initial guess (default zeros, the reference configuration).
         loads: optional constant external loads (`PointLoad`/`Wrench`).
-        tol: relative residual tolerance.
+        tol: relative tolerance of the residual and of the Newton correction.
         max_iter: maximum number of Newton steps.
         throw: raise when the solve fails (default). Eagerly that is a `ValueError` with the
             details; under `jit`/`vmap` a runtime error (`softrigid._fault`) with the status's

@@ -236,6 +236,23 @@ def test_exact_start_converges_in_zero_steps():
 # ---------------------------------------------------------------- jit, vmap, gradients
 
 
+def test_weak_and_stiff_coordinates_both_converge_to_tol():
+    # a rod whose axial stiffness (251) is 2e4 times its bending stiffness: the balance test
+    # relative to the largest force alone stopped after two steps with the bends off by 3e-7
+    # (relative) at tol = 1e-10; the Newton correction must be below tol too
+    length = 0.2
+    vol = quadrature.cylinder(0.02, length, n_axial=2, n_radial=1, n_angular=3)
+    kin = kinematics.SpatialPCS(length, strains=("bend", "axial"))
+    body = sr.SoftBody(kin, vol, density=1000.0, material=CosseratRod(1e6, 4e5))
+    tendons = [Tendon(0, (0.012, 0.0)), Tendon(0, (-0.006, 0.0104)), Tendon(0, (-0.006, -0.0104))]
+    robot = sr.Robot([sr.Link(joints.Fixed(), body)], gravity=(-9.81, 0, 0), actuators=tendons)
+    u = jnp.array([3.0, 0.5, 1.0])
+    sol = sr.equilibrium(robot, u)
+    ref = sr.equilibrium(robot, u, tol=1e-15, max_iter=100, throw=False)
+    assert np.diag(np.asarray(ref.jacobian))[2] > 1e4 * np.diag(np.asarray(ref.jacobian))[0]
+    np.testing.assert_allclose(sol.q, ref.q, rtol=0, atol=1e-10 * float(jnp.max(jnp.abs(ref.q))))
+
+
 def test_equilibrium_under_jit_and_vmap(sideways_rod):
     # a batch of tensions in one jitted solve, each as the eager one
     tensions = jnp.array([[0.0], [3.0], [200.0]])

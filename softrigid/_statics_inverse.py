@@ -74,6 +74,10 @@ class InverseStaticSolution(NamedTuple):
             holds: `∂q/∂u` is undefined; `q`, `u` are that equilibrium), `6` the outputs do
             not move with the inputs there (`G = 0`: an output function of coordinates no
             input moves, or an equilibrium where all their first derivatives vanish).
+        stable: the equilibrium's Jacobian `∂r/∂q` at `q` (the stiffness of the static
+            balance under `u`) is positive definite, as `StaticSolution.stable`: Newton finds
+            unstable equilibria as well (an arm held upright against gravity by weak springs),
+            which a simulation started there leaves.
     """
 
     q: Array
@@ -82,6 +86,7 @@ class InverseStaticSolution(NamedTuple):
     output_error: Array
     iterations: Array
     status: Array
+    stable: Array
 
     @property
     def converged(self) -> Array:
@@ -97,6 +102,7 @@ class _Carry(NamedTuple):
     err: Array  # |e|
     g: Array  # G at (q, u)
     dq: Array  # ∂q/∂u = J⁻¹ A at (q, u)
+    jac: Array  # J = ∂r/∂q at (q, u)
     mu: Array  # damping
     du: Array  # step being tried
     it: Array  # accepted steps
@@ -167,6 +173,7 @@ def _levenberg_marquardt(
         g_new = (w[:, None] * dy) @ dq_new
         regular = ~inner.singular & jnp.all(jnp.isfinite(g_new))
         dq = jnp.where(accept, dq_new, c.dq)
+        jac = jnp.where(accept, inner.jac, c.jac)
         g = jnp.where(accept, g_new, c.g)
         gnorm = jnp.linalg.norm(g)
         # μ = damping |G| at u0, at least the smallest normal number so that 10 μ grows (a
@@ -211,6 +218,7 @@ def _levenberg_marquardt(
             err=pick(err, c.err),
             g=g,
             dq=dq,
+            jac=jac,
             mu=mu,
             du=du,
             it=it,
@@ -226,6 +234,7 @@ def _levenberg_marquardt(
         err=jnp.asarray(jnp.inf, q0.dtype),
         g=jnp.zeros((p, n_u), q0.dtype),
         dq=jnp.zeros((q0.shape[0], n_u), q0.dtype),
+        jac=jnp.zeros((q0.shape[0], q0.shape[0]), q0.dtype),
         mu=jnp.asarray(damping, q0.dtype),
         du=jnp.zeros(n_u, q0.dtype),
         it=jnp.zeros((), jnp.int32),
@@ -233,7 +242,9 @@ def _levenberg_marquardt(
         started=jnp.zeros((), bool),
     )
     c = jax.lax.while_loop(lambda c: c.status == _RUNNING, body, init)
-    return InverseStaticSolution(c.q, c.u, output(c.q), c.err, c.it, c.status)
+    # stable: the symmetric part of J is positive definite (as the equilibrium's)
+    stable = jnp.linalg.eigvalsh(0.5 * (c.jac + c.jac.T))[0] > 0
+    return InverseStaticSolution(c.q, c.u, output(c.q), c.err, c.it, c.status, stable)
 
 
 _lm_jit = jit(

@@ -197,6 +197,19 @@ def test_stability_of_an_inverted_pendulum():
     assert side.stable
 
 
+def test_inverse_statics_reports_whether_its_equilibrium_is_stable():
+    # a motor holds the pendulum (gravity +z, bar along +z: q = 0 hangs, q = π stands) at an
+    # angle q* with τ = m g l sin q*; with a weak spring (k = 1 < m g l) the angles near the
+    # top are unstable equilibria: ∂r/∂q = k + m g l cos q* < 0
+    robot = pendulum(stiffness=1.0)
+    for target, stable in ((0.5, True), (np.pi - 0.3, False)):
+        sol = inverse_statics(robot, lambda q: q, jnp.array([target]), q0=jnp.array([target]))
+        assert sol.converged
+        np.testing.assert_allclose(sol.u, [1.0 * target + 9.81 * 0.5 * np.sin(target)], rtol=1e-9)
+        assert bool(sol.stable) is stable
+        assert bool(equilibrium(robot, sol.u, q0=sol.q).stable) is stable
+
+
 def test_a_rotation_vector_start_near_two_pi_is_recharted():
     # a link hanging from a spherical joint, a side load fixing its twist: two starts that are
     # the same rotation (|φ| = 0.022 and 2π − 0.022) reach the same equilibrium (from the second,

@@ -593,6 +593,10 @@ def test_ill_conditioned_actuation_is_reported_under_jit_and_vmap(robot, which):
     for bad in (conditioned(2, 1e-11), np.diag([1.0, 0.0])):
         with pytest.raises(ValueError, match=f"{which}: the actuation matrix {matrix} is singular"):
             raise_runtime_errors(lambda bad=bad: law(0.0, q, qd, batch(good, bad)))
+    # a matrix that is not finite (a state far outside the model's range, a blown-up run)
+    nan = np.array([[1.0, np.nan], [0.0, 1.0]])
+    with pytest.raises(ValueError, match=f"{which}: the actuation matrix {matrix} is not finite"):
+        raise_runtime_errors(lambda: law(0.0, q, qd, batch(good, nan)))
 
 
 def test_computed_torque_through_simulate():

@@ -18,6 +18,12 @@ from .._model import Robot
 
 # A matrix is singular for the control laws when κ_F = ‖a‖_F ‖a⁻¹‖_F ≥ _COND_MAX.
 _COND_MAX = 1e10
+# where a simulation's state has grown by orders of magnitude, the cause is the integration
+_BLOW_UP = (
+    " (in a simulation whose state has grown by orders of magnitude the run blew up first: "
+    "a step dt too large for the closed loop's stiffness and gains; try a smaller dt or an "
+    "implicit method)"
+)
 
 
 def _gain(where: str, value: Any, k: int) -> Array:
@@ -82,11 +88,15 @@ def _check_conditioned(where: str, what: str, value: Array, a: Array, a_inv: Arr
     kappa = jnp.linalg.norm(jax.lax.stop_gradient(a)) * jnp.linalg.norm(
         jax.lax.stop_gradient(a_inv)
     )
-    msg = (
+    msgs = (
         f"{PREFIX}{where}: {what} is singular (rank-deficient) or ill-conditioned "
-        f"(‖A‖_F ‖A⁻¹‖_F ≥ {_COND_MAX:.0e}) at this state"
+        f"(‖A‖_F ‖A⁻¹‖_F ≥ {_COND_MAX:.0e}) at this state{_BLOW_UP}",
+        f"{PREFIX}{where}: {what} is not finite (NaN or inf) at this state: the model is not "
+        f"defined there{_BLOW_UP}",
     )
-    return raise_if(value, ~(kappa < _COND_MAX), jnp.zeros((), int), (msg,))
+    # index 1 where `a` itself is not finite (a state far outside the model's range)
+    index = (~jnp.all(jnp.isfinite(jax.lax.stop_gradient(a)))).astype(int)
+    return raise_if(value, ~(kappa < _COND_MAX), index, msgs)
 
 
 def _actuation_solve(where: str, a: Array, nu: Array, pseudo_inverse: bool) -> Array:

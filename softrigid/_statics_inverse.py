@@ -26,7 +26,7 @@ from jax import Array
 
 from ._cache import jit
 from ._checks import as_float, raise_if, status_is
-from ._entry import trial_evaluations
+from ._entry import PREFIX, trial_evaluations
 from ._model import Robot
 from ._module import is_concrete, runs_eagerly
 from ._statics_equilibrium import check_options, null_coordinates, raise_failure, setup
@@ -256,11 +256,14 @@ def _positive_vector(name: str, value: Any, shape: tuple[int, ...]) -> Array:
     arr = jnp.asarray(value, dtype=float)
     if arr.shape != shape:
         raise ValueError(f"inverse_statics: {name} must have shape {shape}, got {arr.shape}")
+    msg = f"inverse_statics: {name} must be finite and positive"
     if is_concrete(arr):
         values = np.asarray(arr)
         if not np.all(np.isfinite(values)) or not np.all(values > 0):
-            raise ValueError(f"inverse_statics: {name} must be finite and positive, got {values}")
-    return arr
+            raise ValueError(f"{msg}, got {values}")
+        return arr
+    # traced (under jit/vmap): a run-time check, whatever `throw` (bad input, not a failure)
+    return raise_if(arr, ~jnp.all(arr > 0), jnp.zeros((), int), (PREFIX + msg,))
 
 
 def inverse_statics(

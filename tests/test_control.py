@@ -539,6 +539,10 @@ def test_laws_name_a_wrong_robot_index_or_output(robot):
         control.PD(1.0, 1.0, [0.0], coordinates=[1.9], inputs=[0])
     with pytest.raises(ValueError, match=r"Phases: times must be finite, got \[nan\]"):
         control.Phases([np.nan], [control.Feedforward(z), control.Feedforward(z)])
+    with pytest.raises(
+        ValueError, match=r"Phases: times must be a 1-D sequence, got shape \(1, 1\)"
+    ):
+        control.Phases([[1.0]], [control.Feedforward(z), control.Feedforward(z)])
     tuple_output = control.CollocatedPFBL(robot, 1.0, 1.0, z, output=lambda r, q: (q[0], q[1]))
     with pytest.raises(TypeError, match=r"output\(robot, q\) must return one array, got a tuple"):
         sr.simulate(robot, z, z, 0.02, 0.01, tuple_output)

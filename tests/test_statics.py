@@ -12,6 +12,7 @@ import pytest
 
 import softrigid as sr
 from softrigid import joints, kinematics, quadrature
+from softrigid._entry import raise_runtime_errors
 from softrigid.actuators import JointMotor, Tendon
 from softrigid.materials import CosseratRod
 from softrigid.statics import equilibrium, inverse_statics
@@ -519,6 +520,13 @@ def test_bad_arguments(arm):
         inverse_statics(arm, lambda q: q, jnp.zeros(2), damping=-1e-3)
     with pytest.raises(ValueError, match="weights must be finite and positive"):
         inverse_statics(arm, lambda q: q, jnp.zeros(2), weights=jnp.array([1.0, 0.0]))
+    # traced weights: a run-time check (a NaN weight was status 4, blaming the output)
+    solve = jax.jit(
+        lambda w: inverse_statics(arm, lambda q: q, jnp.zeros(2), weights=w, throw=False).u
+    )
+    for w in ([1.0, -1.0], [1.0, np.nan]):
+        with pytest.raises(ValueError, match="inverse_statics: weights must be finite and pos"):
+            raise_runtime_errors(lambda w=w: solve(jnp.array(w)))
     # the only positional argument after the robot is what the solve is given; guesses are
     # keyword-only (no silent swap of q0 and u)
     with pytest.raises(TypeError, match="positional"):

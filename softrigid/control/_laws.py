@@ -250,7 +250,10 @@ class Phases(Controller):
 
     def __init__(self, times: Any, controllers: Sequence[Controller]) -> None:
         controllers = tuple(controllers)
-        ts = jnp.asarray(times, dtype=float).reshape(-1)
+        ts = jnp.asarray(times, dtype=float)
+        if ts.ndim > 1:  # (a scalar is one switching time)
+            raise ValueError(f"Phases: times must be a 1-D sequence, got shape {ts.shape}")
+        ts = ts.reshape(-1)
         if len(controllers) != ts.shape[0] + 1:
             raise ValueError(
                 f"Phases: {ts.shape[0]} switching times need {ts.shape[0] + 1} controllers, "

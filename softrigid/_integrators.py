@@ -31,8 +31,10 @@ from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
+from ._checks import is_real_number
 from ._closed_loop import Dynamics
 from ._module import module, static
 from ._newton import IterationMatrix, newton
@@ -46,11 +48,6 @@ __all__ = [
     "SemiImplicitEuler",
     "State",
 ]
-
-
-def _real(value: object) -> bool:
-    """A Python number that is not a boolean (`True` read as `1` was a tolerance)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class State(NamedTuple):
@@ -146,15 +143,18 @@ class Implicit(Integrator):
         name = type(self).__name__
         if self.newton not in ("modified", "full"):
             raise ValueError(f"{name}: newton must be 'modified' or 'full', got {self.newton!r}")
-        if not (_real(self.theta_max) and 0.0 < self.theta_max < 1.0):
+        if not (is_real_number(self.theta_max) and 0.0 < self.theta_max < 1.0):
             raise ValueError(f"{name}: theta_max must be in (0, 1), got {self.theta_max!r}")
-        if not (_real(self.tol) and 0 < self.tol < math.inf):
+        if not (is_real_number(self.tol) and 0 < self.tol < math.inf):
             raise ValueError(f"{name}: tol must be a finite positive number, got {self.tol!r}")
-        count = isinstance(self.max_iter, int) and not isinstance(self.max_iter, bool)
+        count = isinstance(self.max_iter, (int, np.integer)) and is_real_number(self.max_iter)
         if not (count and 1 <= self.max_iter < 2**31):
             raise ValueError(
                 f"{name}: max_iter must be a positive integer below 2**31, got {self.max_iter!r}"
             )
+        # NumPy scalars as Python numbers (static fields: hashed and compared as such)
+        for field, kind in (("theta_max", float), ("tol", float), ("max_iter", int)):
+            object.__setattr__(self, field, kind(getattr(self, field)))
 
     def solve(
         self,
@@ -238,8 +238,9 @@ class GeneralizedAlpha(Implicit):
 
     def __post_init__(self) -> None:
         self.check_options()
-        if not (_real(self.rho_inf) and 0.0 <= self.rho_inf <= 1.0):
+        if not (is_real_number(self.rho_inf) and 0.0 <= self.rho_inf <= 1.0):
             raise ValueError(f"GeneralizedAlpha: rho_inf must be in [0, 1], got {self.rho_inf!r}")
+        object.__setattr__(self, "rho_inf", float(self.rho_inf))
 
     def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array, Array]:
         rho = float(self.rho_inf)

@@ -33,13 +33,15 @@ from ._controller import Controller
 from ._entry import raise_runtime_errors
 from ._model import Robot
 from ._module import module, static
-from ._run_failures import check_accelerations
+from ._run_failures import GROWTH, check_accelerations
 
 __all__ = ["BDF", "Adaptive", "Radau", "simulate_adaptive"]
 
 JACOBIANS = ("exact", "autodiff", "finite_differences", "central_differences")
 _REPORTS = 10  # progress lines per run
 _QUIET = 60.0  # s of wall time without a progress line, at most
+# scipy's smallest relative tolerance (100 ε)
+_MIN_RTOL = 100 * float(np.finfo(float).eps)
 
 
 @module
@@ -77,7 +79,9 @@ class Adaptive:
     `TypeError` with traced inputs); the output is the dense output sampled on the fixed grid.
 
     Args:
-        rtol, atol: scipy's error tolerances.
+        rtol, atol: scipy's error tolerances, positive (the error scale `atol + rtol |y|`
+            must not vanish where a component of the state does, e.g. a start at rest);
+            `rtol` at least `100 ε` = 2.2e-14, scipy's floor.
         jacobian: `"exact"` (default), `"autodiff"`, `"finite_differences"` or
             `"central_differences"`.
     """
@@ -92,10 +96,15 @@ class Adaptive:
         name = type(self).__name__
         for field in ("rtol", "atol"):
             value = getattr(self, field)
-            if not (is_real_number(value) and np.isfinite(value) and value >= 0):
-                raise ValueError(f"{name}: {field} must be a finite number ≥ 0, got {value!r}")
-        if self.rtol == 0 and self.atol == 0:
-            raise ValueError(f"{name}: rtol and atol cannot both be 0 (no error tolerance)")
+            if not is_real_number(value):
+                raise TypeError(f"{name}: {field} must be a real number, got {value!r}")
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name}: {field} must be a finite positive number, got {value!r}")
+            object.__setattr__(self, field, float(value))
+        if self.rtol < _MIN_RTOL:
+            # scipy raises it to this (with a warning) and derives its Newton tolerance from the
+            # value given: infinite for rtol = 0
+            raise ValueError(f"{name}: rtol must be at least {_MIN_RTOL:.3g}, got {self.rtol!r}")
         if self.jacobian not in JACOBIANS:
             raise ValueError(
                 f"{type(self).__name__}: jacobian must be one of {JACOBIANS}, got {self.jacobian!r}"
@@ -171,8 +180,11 @@ class Adaptive:
 
         t0, t1 = float(times[0]), float(times[-1])
         # restart at the controller's jumps in time: one stepper per smooth span
-        cuts = [t for t in (policy.switch_times() if policy is not None else ()) if t0 < t < t1]
+        # (sorted and distinct: a controller of the user's may give them in any order)
+        switches = policy.switch_times() if policy is not None else ()
+        cuts = sorted({float(t) for t in switches if t0 < t < t1})
         spans, y, steps, jacobians = [], y0, 0, 0
+        scale = max(1.0, float(np.max(np.abs(y0))))
         start, mark, last = time.perf_counter(), t0, time.perf_counter()
         for a, b in itertools.pairwise([t0, *cuts, t1]):
             rhs, jac = span(a, b)
@@ -207,6 +219,16 @@ class Adaptive:
                         f"simulate: method {self.name!r} failed at t = {t:.6g} s: "
                         "the step size became too small or the state non-finite"
                     )
+                size = float(np.max(np.abs(stepper.y)))
+                if size > GROWTH * scale:
+                    # an unstable closed loop: error control would follow the growth with ever
+                    # shorter steps (a crawl, not an answer)
+                    raise ValueError(
+                        f"simulate: method {self.name!r}: the state grew more than a millionfold "
+                        f"by t = {t:.6g} s (max |q|, |q̇| = {size:.3g}; at the start "
+                        f"max(1, |q|, |q̇|) = {scale:.3g}): the closed loop is unstable there; "
+                        "check the controller's gains and signs and the model"
+                    )
                 taus.append(stepper.t)
                 pieces.append(stepper.dense_output())
                 steps += 1
@@ -230,7 +252,8 @@ class Adaptive:
         out = np.empty((2 * n, len(times)), y0.dtype)
         for a, b, solution in spans:
             inside = (times >= a) & (times <= b)
-            out[:, inside] = solution(times[inside] - a)
+            if inside.any():  # (two switches between grid times leave a span without one)
+                out[:, inside] = solution(times[inside] - a)
         out[:, 0] = y0  # the dense output at the start is `y0` to rounding
         return out[:n].T, out[n:].T
 

@@ -33,15 +33,15 @@ from ._controller import Controller
 from ._entry import PREFIX, describe_coordinate, diagnose, trial_evaluations
 from ._model import Robot
 
-__all__ = ["WINDOWS", "check_accelerations", "check_run", "raise_failed_step"]
+__all__ = ["GROWTH", "WINDOWS", "check_accelerations", "check_run", "raise_failed_step"]
 
 # A run-time check under jit names one of this many windows of the run.
 WINDOWS = 50
 # A state this many times larger than the initial one (and than 1) has blown up.
-_GROWTH = 1e6
+GROWTH = 1e6
 
 
-def check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Array:
+def check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str, implicit: bool) -> Array:
     """`q` with a run-time check (also under `jit`/`vmap`) that every step converged and the run
     stayed finite; the message brackets the time of the first failure within one of `WINDOWS`
     equal windows."""
@@ -54,7 +54,7 @@ def check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str) -> Arr
         + " (t = step × dt)"
         for a, b in itertools.pairwise(edges)
     ]
-    msgs = tuple(PREFIX + _diverged(s) for s in spans) + tuple(
+    msgs = tuple(PREFIX + _diverged(s, implicit) for s in spans) + tuple(
         PREFIX + _not_converged(method, s) for s in spans
     )
     first = jnp.argmax(bad)
@@ -122,9 +122,10 @@ def raise_failed_step(loop: tuple, traj: Any, ok: Array, dt: float, scheme: Any)
     k = int(np.argmin(finite & converged))  # ≥ 1: the initial state is finite
     start = (k - 1) * dt
     size = max(np.max(np.abs(q[k - 1])), np.max(np.abs(qd[k - 1])))
-    if size > _GROWTH * max(1.0, np.max(np.abs(q[0])), np.max(np.abs(qd[0]))):
+    if size > GROWTH * max(1.0, np.max(np.abs(q[0])), np.max(np.abs(qd[0]))):
         # the method blew up (q̈ overflows at such a state): not the model's fault
-        raise ValueError(_diverged(f"at t = {k * dt:.6g} s (step {k}, from |q|, |q̇| ≈ {size:.3g})"))
+        when = f"at t = {k * dt:.6g} s (step {k}, from |q|, |q̇| ≈ {size:.3g})"
+        raise ValueError(_diverged(when, scheme.implicit))
     for stage in (0.0, 0.5, 1.0):  # the step's start, and its stages' times at the start state
         t = start + stage * dt
         qdd, u = _closed_loop_at(*loop, jnp.asarray(t, q.dtype), q[k - 1], qd[k - 1])
@@ -138,13 +139,14 @@ def raise_failed_step(loop: tuple, traj: Any, ok: Array, dt: float, scheme: Any)
             f"{scheme.max_iter}, tol = {scheme.tol:g})"
         )
         raise ValueError(_not_converged(scheme.name, when))
-    raise ValueError(_diverged(f"at t = {k * dt:.6g} s (step {k})"))
+    raise ValueError(_diverged(f"at t = {k * dt:.6g} s (step {k})", scheme.implicit))
 
 
-def _diverged(when: str) -> str:
+def _diverged(when: str, implicit: bool) -> str:
+    remedy = "reduce dt" if implicit else "reduce dt, use an implicit method"
     return (
-        f"simulate: the state became non-finite {when}; reduce dt, use an implicit method, or "
-        "check the model and the controller"
+        f"simulate: the state became non-finite {when}; {remedy}, or check the model and the "
+        "controller"
     )
 
 

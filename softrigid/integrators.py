@@ -5,9 +5,10 @@ Fixed step, inside `lax.scan` (jit, vmap and grad through them): `RK4`, `SemiImp
 Arnold–Brüls, second order, `rho_inf ∈ [0, 1]`; `rho_inf = 1` is the trapezoidal rule), the
 implicit ones by Newton with the exact iteration matrix from the derivatives of the residual
 `ν − A(q) u` (those of `inverse_dynamics_derivatives`, with the inputs' term).
-Adaptive, on the host (not jittable): `Radau` and `BDF` (scipy's, with the exact Jacobian or
-scipy's differences). A string works
-too: `method="generalized_alpha"`.
+Adaptive, on the host (not jittable): `Radau` and `BDF` (scipy's, with the model's exact
+Jacobian, the closed loop's by automatic differentiation, or forward or central differences:
+`jacobian="exact"`, `"autodiff"`, `"finite_differences"`, `"central_differences"`). A string
+works too: `method="generalized_alpha"`.
 
 `vector_field(robot, controller=None, loads=None)` is `f(t, (q, q̇)) = (q̇, q̈)`, for your own
 solvers, e.g. diffrax: `diffrax.ODETerm(lambda t, y, args: f(t, y))`.

@@ -420,12 +420,21 @@ def test_bdf_jacobians(double, capsys):
     with pytest.raises(ValueError, match="BDF: jacobian must be"):
         BDF(jacobian="broyden")
     # scipy's own errors pointed elsewhere ("a non-finite iteration matrix", a complex compare)
-    with pytest.raises(ValueError, match=r"Radau: rtol must be a finite number ≥ 0, got -1.0"):
+    with pytest.raises(ValueError, match=r"Radau: rtol must be a finite positive number, got -1"):
         Radau(rtol=-1.0)
-    with pytest.raises(ValueError, match="BDF: atol must be a finite number ≥ 0, got nan"):
+    with pytest.raises(ValueError, match="BDF: atol must be a finite positive number, got nan"):
         BDF(atol=float("nan"))
-    with pytest.raises(ValueError, match="rtol and atol cannot both be 0"):
-        BDF(rtol=0.0, atol=0.0)
+    # atol = 0 gave scipy a vanishing error scale at a start at rest ("a non-finite iteration
+    # matrix ... check the model"); rtol below 100 ε an infinite Newton tolerance
+    with pytest.raises(ValueError, match="Radau: atol must be a finite positive number, got 0"):
+        Radau(rtol=1e-6, atol=0.0)
+    with pytest.raises(ValueError, match=r"BDF: rtol must be at least 2.22e-14, got 1e-20"):
+        BDF(rtol=1e-20)
+    with pytest.raises(TypeError, match="Radau: rtol must be a real number, got array"):
+        Radau(rtol=np.array(1e-6))
+    assert Radau(rtol=np.float32(1e-6)).rtol == float(
+        np.float32(1e-6)
+    )  # a NumPy scalar is a number
 
 
 def test_the_jacobian_compiled_ahead_is_the_one_the_steps_call():
@@ -512,6 +521,48 @@ def test_adaptive_methods_restart_at_the_controllers_switch_times(double, monkey
         np.testing.assert_allclose(traj.u, [Z, Z, torque, torque])  # t = 0, 0.1 | 0.2, 0.3
 
 
+def test_adaptive_methods_with_spans_between_grid_times(double):
+    # a pulse on [0.11, 0.12): the span between its switches holds no output time (numpy's
+    # "need at least one array to concatenate" before), and a law of the user's that lists
+    # its switches unsorted, with a duplicate (a backward span before): the same run
+    pulse = jnp.array([5.0, -5.0])
+    laws = sr.control.Feedforward(Z), sr.control.Feedforward(pulse), sr.control.Feedforward(Z)
+    law = sr.control.Phases([0.11, 0.12], laws)
+
+    @module
+    class Unsorted(type(law)):
+        def switch_times(self):
+            return (0.12, 0.11, 0.12)
+
+    unsorted = Unsorted([0.11, 0.12], laws)
+    f = jax.jit(vector_field(double, law))
+    y = np.concatenate([Q0, Z])
+    for a, b in ((0.0, 0.11), (0.11, 0.12), (0.12, 0.3)):
+
+        def rhs(t, x):
+            return np.concatenate([np.asarray(v) for v in f(t, (x[:2], x[2:]))])
+
+        y = solve_ivp(rhs, (a, b), y, method="DOP853", rtol=1e-12, atol=1e-12).y[:, -1]
+    for method in (BDF(rtol=1e-10, atol=1e-12), Radau(rtol=1e-10, atol=1e-12)):
+        for controller in (law, unsorted):
+            traj = sr.simulate(double, Q0, Z, 0.3, 0.1, controller, method=method)
+            np.testing.assert_allclose(_state(traj, 3), y, atol=1e-7)
+
+
+def test_an_unstable_closed_loop_is_stopped_and_named(double):
+    # u = 1e4 q: the state grows exponentially. Radau's error control followed it with ever
+    # shorter steps (35,285 steps to t = 0.08 s in 104 s); it stops at a millionfold growth.
+    # A fixed-step implicit scheme's blow-up does not advise an implicit method
+    def law(t, q, qd):
+        return 1e4 * q
+
+    q0 = jnp.array([1.0, 0.5])
+    with pytest.raises(ValueError, match="'radau': the state grew more than a millionfold by t"):
+        sr.simulate(double, q0, Z, 0.1, 0.01, law, method="radau")
+    with pytest.raises(ValueError, match=r"became non-finite .*; reduce dt, or check the model"):
+        sr.simulate(double, q0, Z, 2.0, 0.01, law, method="implicit_euler")
+
+
 def test_adaptive_methods_resolve_a_stiff_layer_after_a_late_jump():
     # a 1 kg slider on a 1e12 N s/m damper, pushed by 1e10 N from t = 5 s: the velocity
     # relaxes to F/c in 1e-12 s. Each span runs in its own time τ = t − 5: in t, BDF's first
@@ -568,6 +619,10 @@ def test_newton_options_are_checked():
             ImplicitEuler(**options)
     with pytest.raises(ValueError, match=r"rho_inf must be in \[0, 1\], got True"):
         GeneralizedAlpha(rho_inf=True)
+    # NumPy scalars are numbers (np.float32(0.5) was "rho_inf must be in [0, 1]"), kept as
+    # Python numbers (static options)
+    scheme = GeneralizedAlpha(rho_inf=np.float32(0.5), tol=np.float32(1e-8), max_iter=np.int64(9))
+    assert (scheme.rho_inf, scheme.max_iter) == (0.5, 9) and type(scheme.tol) is float
 
 
 def test_a_chart_change_drops_the_kept_matrix():

@@ -25,8 +25,8 @@ matrix:
   current iterate (from there the iteration is Newton's, quadratic);
 * `θ_k ≥ 1` (diverging) or a non-finite iterate under an old matrix is not taken: the iterate is
   kept and the matrix refreshed there;
-* an iteration that has not converged after half of `max_iter` starts again, once, from
-  `x = 0` (the previous acceleration, the usual start, can be far from the step's root where
+* an iteration that has not converged after half of `max_iter`, and whose last step was no
+  shorter than the one before (not converging), starts again, once, from `x = 0` (the previous acceleration, the usual start, can be far from the step's root where
   the implicit step damps a stiff mode: a body released from a strained state, whose first
   `h² q̈₀` lies far outside the region where the step equation is nearly linear);
 * a linearly converging iterate is within `θ_k/(1 − θ_k) ‖Δx_k‖` of the root, so the iteration
@@ -115,13 +115,14 @@ def newton(
 
     def solve(_: Any, guess: Array) -> tuple[Array, tuple[Array, Array]]:
         def cond(c: tuple[Array, ...]) -> Array:
-            x, _, _, _, it, done, _ = c
+            x, _, _, _, it, done, _, _ = c
             return ~done & (it < max_iter) & jnp.all(jnp.isfinite(x))
 
         def body(c: tuple[Array, ...]) -> tuple[Array, ...]:
-            x, matrix, stale, previous, it, _, evaluations = c
-            # half the iterations spent: restart once from x = 0 with a matrix evaluated there
-            restart = (it == restart_at) & jnp.any(guess != 0)
+            x, matrix, stale, previous, it, _, evaluations, last = c
+            # half the iterations spent and the last step no shorter than the one before (not
+            # converging): restart once from x = 0 with a matrix evaluated there
+            restart = (it == restart_at) & jnp.any(guess != 0) & ~(last[1] < last[0])
             x = jnp.where(restart, jnp.zeros_like(x), x)
             stale = stale | restart
             previous = jnp.where(restart, jnp.inf, previous)
@@ -142,7 +143,8 @@ def newton(
             refresh = full | (~done & (bad | (theta > theta_max)))
             previous = jnp.where(refresh, jnp.inf, step)
             evaluations = evaluations + stale.astype(evaluations.dtype)
-            return x_next, matrix, refresh, previous, it + 1, done, evaluations
+            last = jnp.where(restart, jnp.inf, jnp.stack([last[1], step]))
+            return x_next, matrix, refresh, previous, it + 1, done, evaluations, last
 
         start = (
             guess,
@@ -152,8 +154,9 @@ def newton(
             jnp.asarray(0),
             jnp.asarray(False),
             jax.lax.stop_gradient(kept.evaluations),
+            jnp.full(2, jnp.inf, guess.dtype),  # the last two step sizes
         )
-        x, matrix, _, _, _, done, evaluations = jax.lax.while_loop(cond, body, start)
+        x, matrix, _, _, _, done, evaluations, _ = jax.lax.while_loop(cond, body, start)
         # float flags and counts: custom_root gives its auxiliary outputs (zero) tangents
         ok = (done & jnp.all(jnp.isfinite(x))).astype(x.dtype)
         return x, (ok, matrix, evaluations)

@@ -296,9 +296,11 @@ def simulate(
     """
     robot = check_robot(robot)
     for name, value in (("q0", q0), ("qd0", qd0)):
-        if jnp.ndim(value) > 1:
+        # np.shape: a list is a shape too (JAX's jnp.shape of a list is deprecated)
+        shape = value.shape if isinstance(value, jax.Array) else np.shape(value)
+        if len(shape) > 1:
             raise ValueError(
-                f"simulate: {name} must have shape ({robot.n_q},), got {jnp.shape(value)}; "
+                f"simulate: {name} must have shape ({robot.n_q},), got {shape}; "
                 "for a batch of initial states use jax.vmap"
             )
     q0, qd0 = check_states(robot, q0=q0, qd0=qd0)

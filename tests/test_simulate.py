@@ -1,5 +1,7 @@
 """The fixed-step integrators: convergence order and energy behaviour on a pendulum."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -51,6 +53,16 @@ def test_trajectory_layout_and_control(pendulum):
     np.testing.assert_allclose(traj.q[:, 0], 0.3, atol=1e-12)
     # the inputs are recorded with the states
     np.testing.assert_allclose(traj.u, jnp.broadcast_to(tau, (21, 1)), rtol=1e-12)
+
+
+def test_initial_states_as_python_lists(pendulum):
+    # (JAX's jnp.ndim of a list warned "will be an error" from inside simulate)
+    n = pendulum.n_q
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        traj = sr.simulate(pendulum, [0.3] * n, [0.0] * n, 0.02, 0.01)
+    ref = sr.simulate(pendulum, jnp.full(n, 0.3), jnp.zeros(n), 0.02, 0.01)
+    np.testing.assert_array_equal(traj.q, ref.q)
 
 
 def test_progress_report(pendulum, capsys):

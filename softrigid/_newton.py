@@ -26,9 +26,10 @@ matrix:
 * `θ_k ≥ 1` (diverging) or a non-finite iterate under an old matrix is not taken: the iterate is
   kept and the matrix refreshed there;
 * an iteration that has not converged after half of `max_iter`, and whose last step was no
-  shorter than the one before (not converging), starts again, once, from `x = 0` (the previous acceleration, the usual start, can be far from the step's root where
-  the implicit step damps a stiff mode: a body released from a strained state, whose first
-  `h² q̈₀` lies far outside the region where the step equation is nearly linear);
+  shorter than the one before (not converging), starts again, once, from `x = 0` (the
+  previous acceleration, the usual start, can be far from the step's root where the implicit
+  step damps a stiff mode: a body released from a strained state, whose first `h² q̈₀` lies
+  far outside the region where the step equation is nearly linear);
 * a linearly converging iterate is within `θ_k/(1 − θ_k) ‖Δx_k‖` of the root, so the iteration
   stops when `η_k ‖Δx_k‖∞ ≤ tol (1 + ‖x_{k+1}‖∞)`, with `η_k = θ_k/(1 − θ_k)`, and `η = 1` for
   the first iteration under a matrix (Newton's own increment test).

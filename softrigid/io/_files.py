@@ -111,9 +111,8 @@ def write_trajectory(
             `displacement` and `position` per step; *Warp By Vector* shows the motion).
         robot: a `softrigid.Robot`.
         t: `(S,)` times, non-decreasing (equal times, e.g. both sides of a switch, are
-            separate frames in the file, but ParaView shows one frame per time); q: `(S, n_q)`
-            configurations (e.g. a
-            `softrigid.Trajectory`'s `t` and `q`).
+            separate frames in the file, but ParaView shows one frame per time); q:
+            `(S, n_q)` configurations (e.g. a `softrigid.Trajectory`'s `t` and `q`).
         meshes: as in `body_meshes`.
         data_format: XDMF only: `"XML"` (inline text, exact float64 round trip, no extra
             dependency) or `"HDF"` (needs `h5py`).

@@ -222,11 +222,9 @@ def test_newton_restarts_from_zero_when_the_last_acceleration_is_far_off():
 def test_newton_does_not_restart_an_iteration_that_converges(double):
     # the restart after half of max_iter discarded a converging iterate: full Newton on the
     # double pendulum at 10 ms passed with max_iter = 3, failed with 4 (at t = 0.07 s)
-    q0 = jnp.array([1.0, 0.5])
-    for max_iter in (3, 4, 5):
-        scheme = ImplicitEuler(max_iter=max_iter, newton="full")
-        traj = sr.simulate(double, q0, Z, 0.1, 0.01, method=scheme)
-        assert np.all(np.isfinite(np.asarray(traj.q)))
+    scheme = ImplicitEuler(max_iter=4, newton="full")
+    traj = sr.simulate(double, jnp.array([1.0, 0.5]), Z, 0.1, 0.01, method=scheme)
+    assert np.all(np.isfinite(np.asarray(traj.q)))
 
 
 @pytest.mark.parametrize(

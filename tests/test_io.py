@@ -366,6 +366,19 @@ def test_xdmf_of_polylines_only_names_their_nodes_per_element(tmp_path):
     times, frames = sio.read_trajectory(path)
     np.testing.assert_array_equal(times, [0.0, 1.0])
     assert frames[1].cells_dict["line"].shape == (20, 2)
+    # two segment bodies: their line blocks as one Polyline topology (two blocks of one type
+    # made meshio write a mixed topology, and its lines failed there with a broadcast error)
+    segment_link = _segment_robot().links[0]
+    two = sr.Robot([segment_link, segment_link])
+    sio.write_trajectory(path, two, [0.0], [[0.2, 0.5]])
+    topology = ET.parse(path).getroot().find(".//Topology")
+    assert (topology.get("TopologyType"), topology.get("NodesPerElement")) == ("Polyline", "2")
+    _, frames = sio.read_trajectory(path)
+    np.testing.assert_array_equal(frames[0].cell_data["link"][0], np.repeat([0, 1], 20))
+    drawn = sio.deformed_meshes(two, [0.2, 0.5])
+    np.testing.assert_allclose(
+        frames[0].points, np.concatenate([m.points for m in drawn]), atol=1e-15
+    )
 
 
 def test_xdmf_leaves_vertex_cells_out_of_a_mixed_topology(tmp_path):

@@ -196,9 +196,9 @@ def _write_xdmf(
     positions: list[np.ndarray],
     data_format: str,
 ) -> None:
-    cells, links = merged.cells, merged.cell_data["link"]
+    cells, links = _one_block_per_type(merged.cells, merged.cell_data["link"])
     dropped = sorted({b.type for b in cells} & {"line", "vertex"})
-    if len({b.type for b in cells}) > 1 and dropped:
+    if len(cells) > 1 and dropped:
         # meshio's time-series writer gives lines and vertices in a mixed topology no node
         # count (or a broken one), which XDMF requires there
         warnings.warn(
@@ -210,7 +210,7 @@ def _write_xdmf(
         keep = [k for k, b in enumerate(cells) if b.type not in dropped]
         cells, links = [cells[k] for k in keep], [links[k] for k in keep]
     higher = sorted({b.type for b in cells} - _MIXED_READABLE)
-    if len({b.type for b in cells}) > 1 and higher:
+    if len(cells) > 1 and higher:
         # valid XDMF (the format numbers these types in a mixed topology), but meshio's reader
         # lacks their sizes there, so read_trajectory cannot read the file back
         warnings.warn(
@@ -232,23 +232,32 @@ def _write_xdmf(
                 },
                 cell_data={"link": links},
             )
-    _nodes_per_element(path)
+    if cells[0].type in ("line", "vertex"):  # (then the only block: the others are dropped)
+        _nodes_per_element(path, cells[0].data.shape[1])
 
 
-def _nodes_per_element(path: Path) -> None:
-    """Give a `Polyline` or `Polyvertex` topology its `NodesPerElement`, which XDMF requires
-    (ParaView's reader refuses the file without it) and meshio's time-series writer leaves
-    out."""
+def _one_block_per_type(
+    cells: list[meshio.CellBlock], links: list[np.ndarray]
+) -> tuple[list[meshio.CellBlock], list[np.ndarray]]:
+    """The cell blocks merged by type (in order of first appearance), with their `link`
+    values: meshio's time-series writer makes several blocks a mixed topology even of one type
+    (two segment bodies' lines failed there with a NumPy broadcast error)."""
+    kinds = list(dict.fromkeys(b.type for b in cells))
+    merged = [
+        meshio.CellBlock(k, np.concatenate([b.data for b in cells if b.type == k])) for k in kinds
+    ]
+    by_kind = [np.concatenate([v for b, v in zip(cells, links) if b.type == k]) for k in kinds]
+    return merged, by_kind
+
+
+def _nodes_per_element(path: Path, nodes: int) -> None:
+    """Give the file's `Polyline` or `Polyvertex` topology its `NodesPerElement`, which XDMF
+    requires (ParaView's reader refuses the file without it) and meshio's time-series writer
+    leaves out."""
     tree = ET.parse(path)
-    changed = False
     for topology in tree.iter("Topology"):
-        item = topology.find("DataItem")
-        kind = topology.get("TopologyType")
-        if kind in ("Polyline", "Polyvertex") and "NodesPerElement" not in topology.attrib:
-            topology.set("NodesPerElement", item.get("Dimensions").split()[1])
-            changed = True
-    if changed:
-        tree.write(path)
+        topology.set("NodesPerElement", str(nodes))
+    tree.write(path)
 
 
 def read_trajectory(path: str | os.PathLike) -> tuple[np.ndarray, list[meshio.Mesh]]:

@@ -62,13 +62,15 @@ def _geometry_mesh(volume: Any) -> meshio.Mesh | None:
         return None
     dims = [float(d) for d in np.asarray(volume.dimensions)]
     if volume.geometry == "cylinder":
-        # meshing.cylinder's defaults: 3 rings, 18 sides (54 section triangles, 3 tetrahedra
+        # meshing.cylinder's default section: 3 rings, 18 sides (54 triangles, 3 tetrahedra
         # each per layer), layers as high as the ring spacing
-        return meshing.cylinder(*dims, n_axial=_layers(dims[1], dims[0] / 3, 3 * 54))
+        layers = _layers(dims[1], dims[0] / 3, 3 * 54)
+        return meshing.cylinder(*dims, n_radial=3, n_angular=18, n_axial=layers)
     if volume.geometry == "tube":
-        h = 0.5 * (dims[1] - dims[0])  # meshing.tube's 2 rings
+        h = 0.5 * (dims[1] - dims[0])  # 2 rings, meshing.tube's default
         sides = min(max(6, math.ceil(2.0 * math.pi * dims[1] / h)), _DRAW_SIDES)
-        return meshing.tube(*dims, n_angular=sides, n_axial=_layers(dims[2], h, 12 * sides))
+        layers = _layers(dims[2], h, 12 * sides)
+        return meshing.tube(*dims, n_radial=2, n_angular=sides, n_axial=layers)
     if volume.geometry == "box":
         return meshing.box(dims, _box_divisions(dims))
     z = np.linspace(0.0, dims[0], _SEGMENT_DIVISIONS + 1)

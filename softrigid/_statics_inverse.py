@@ -25,7 +25,7 @@ import numpy as np
 from jax import Array
 
 from ._cache import jit
-from ._checks import as_float, raise_if, status_is
+from ._checks import as_float, raise_if, status_is, traced_check
 from ._entry import PREFIX, trial_evaluations
 from ._model import Robot
 from ._module import is_concrete, runs_eagerly
@@ -263,7 +263,7 @@ def _positive_vector(name: str, value: Any, shape: tuple[int, ...]) -> Array:
             raise ValueError(f"{msg}, got {values}")
         return arr
     # traced (under jit/vmap): a run-time check, whatever `throw` (bad input, not a failure)
-    return raise_if(arr, ~jnp.all(arr > 0), jnp.zeros((), int), (PREFIX + msg,))
+    return traced_check(arr, ~(arr > 0), PREFIX + msg)
 
 
 def inverse_statics(

@@ -33,7 +33,7 @@ from ._controller import Controller
 from ._entry import raise_runtime_errors
 from ._model import Robot
 from ._module import module, static
-from ._run_failures import GROWTH, check_accelerations
+from ._run_failures import GROWTH, check_accelerations, growth_scale
 
 __all__ = ["BDF", "Adaptive", "Radau", "simulate_adaptive"]
 
@@ -184,7 +184,7 @@ class Adaptive:
         switches = policy.switch_times() if policy is not None else ()
         cuts = sorted({float(t) for t in switches if t0 < t < t1})
         spans, y, steps, jacobians = [], y0, 0, 0
-        scale = max(1.0, float(np.max(np.abs(y0))))
+        scale = growth_scale(y0)
         start, mark, last = time.perf_counter(), t0, time.perf_counter()
         for a, b in itertools.pairwise([t0, *cuts, t1]):
             rhs, jac = span(a, b)

@@ -33,12 +33,25 @@ from ._controller import Controller
 from ._entry import PREFIX, describe_coordinate, diagnose, trial_evaluations
 from ._model import Robot
 
-__all__ = ["GROWTH", "WINDOWS", "check_accelerations", "check_run", "raise_failed_step"]
+__all__ = [
+    "GROWTH",
+    "WINDOWS",
+    "check_accelerations",
+    "check_run",
+    "growth_scale",
+    "raise_failed_step",
+]
 
 # A run-time check under jit names one of this many windows of the run.
 WINDOWS = 50
 # A state this many times larger than the initial one (and than 1) has blown up.
 GROWTH = 1e6
+
+
+def growth_scale(*start: np.ndarray) -> float:
+    """`max(1, max |x|)` over the start state's arrays: a run whose state exceeds `GROWTH` times
+    this has blown up (the fixed-step methods' failure report and Radau/BDF's guard)."""
+    return max(1.0, *(float(np.max(np.abs(x))) for x in start))
 
 
 def check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str, implicit: bool) -> Array:
@@ -122,7 +135,7 @@ def raise_failed_step(loop: tuple, traj: Any, ok: Array, dt: float, scheme: Any)
     k = int(np.argmin(finite & converged))  # ≥ 1: the initial state is finite
     start = (k - 1) * dt
     size = max(np.max(np.abs(q[k - 1])), np.max(np.abs(qd[k - 1])))
-    if size > GROWTH * max(1.0, np.max(np.abs(q[0])), np.max(np.abs(qd[0]))):
+    if size > GROWTH * growth_scale(q[0], qd[0]):
         # the method blew up (q̈ overflows at such a state): not the model's fault
         when = f"at t = {k * dt:.6g} s (step {k}, from |q|, |q̇| ≈ {size:.3g})"
         raise ValueError(_diverged(when, scheme.implicit))

@@ -395,6 +395,27 @@ def test_from_mesh_reports_file_without_tetrahedra(small_mesh, tmp_path):
         from_mesh(path)
 
 
+def test_from_mesh_refuses_volume_cells_it_would_leave_out(small_mesh):
+    # A hexahedron between tetrahedra (sharing their nodes) used to be dropped silently:
+    # the volume and the mass came out a third short.
+    pts, cells = small_mesh.points, small_mesh.cells_dict["tetra"]
+    hexahedra = np.arange(8)[None]
+    wedges = np.arange(6)[None].repeat(2, 0)
+    mesh = meshio.Mesh(pts, [("tetra", cells), ("hexahedron", hexahedra), ("wedge", wedges)])
+    with pytest.raises(ValueError, match=r"volume cells other than tetrahedra \(1 hexahedron, 2 "):
+        from_mesh(mesh)
+    with pytest.raises(ValueError, match=r"\(3 tetra20\), which would be left out"):
+        from_mesh(meshio.Mesh(pts, [("tetra", cells), ("tetra20", np.zeros((3, 20), int))]))
+    # surface cells and an empty tetrahedral block are not volume: ignored
+    faces = meshing.boundary_faces(cells)
+    mixed = meshio.Mesh(
+        pts, [("tetra", np.zeros((0, 4), int)), ("triangle", faces), ("tetra", cells)]
+    )
+    assert float(from_mesh(mixed).weights.sum()) == float(from_mesh(small_mesh).weights.sum())
+    with pytest.raises(ValueError, match="has no tetrahedra .*; cell types found: triangle$"):
+        from_mesh(meshio.Mesh(pts, [("tetra", np.zeros((0, 4), int)), ("triangle", faces)]))
+
+
 def test_from_mesh_other_input_errors(small_mesh):
     pts, cells = small_mesh.points, small_mesh.cells_dict["tetra"]
     bad = pts.copy()

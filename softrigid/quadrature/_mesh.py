@@ -14,6 +14,7 @@ import contextlib
 import io
 import os
 import warnings
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,13 +157,24 @@ def _density(density: Any, mesh: meshio.Mesh, blocks: list[int], n_elements: int
     return rho
 
 
+def _other_volume_cell(kind: str) -> bool:
+    """A meshio cell type of a 3-D element other than `tetra`/`tetra10` (hexahedra, wedges,
+    pyramids, higher-order tetrahedra, VTK's Lagrange cells)."""
+    if kind in TET_TYPES:
+        return False
+    families = ("tetra", "hexahedron", "wedge", "pyramid")
+    lagrange = ("TETRAHEDRON", "HEXAHEDRON", "WEDGE", "PYRAMID")
+    return kind.rstrip("0123456789") in families or kind in {f"VTK_LAGRANGE_{k}" for k in lagrange}
+
+
 def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> QuadratureRule:
     """A quadrature rule over a tetrahedral mesh.
 
     Reads any format meshio reads (`.msh`, `.vtu`, `.vtk`, `.xdmf`, `.med`, `.inp`, TetGen
     `.node`/`.ele`, …) or takes a `meshio.Mesh`. Its `tetra` (linear) and `tetra10` (quadratic,
-    VTK node order, isoparametric) blocks are the volume; other cells (surface triangles,
-    lines, points) are ignored. Coordinates are the body's material coordinates (softrigid's
+    VTK node order, isoparametric) blocks are the volume; surface and line cells (triangles,
+    quads, lines, points) are ignored, and other volume cells (hexahedra, wedges, pyramids,
+    higher-order tetrahedra) are refused rather than left out of the volume. Coordinates are the body's material coordinates (softrigid's
     convention: axis `x3 ∈ [0, L]`, section centred).
 
     Each element gets the `degree` tetrahedral rule (`tetrahedron_rule`), so a polynomial of
@@ -187,7 +199,8 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
         TypeError: not a mesh or a path; points, cells or density that are not numbers.
         FileNotFoundError: no file at the path.
         ValueError: a file that is empty, corrupt or not a mesh (the message names it and
-            carries the reader's error; meshio's `sys.exit` is caught); no tetrahedra; points
+            carries the reader's error; meshio's `sys.exit` is caught); no tetrahedra; volume
+            cells other than `tetra`/`tetra10` (their types and counts are named); points
             not 3-D; non-finite coordinates; node indices out of range or not integers;
             duplicated elements (the same four corner points in any order, either
             orientation, through the same or coincident nodes),
@@ -213,9 +226,17 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
         raise ValueError(
             f"from_mesh: the points of {source} must have shape (N, 3), got {points.shape}"
         )
-    blocks = [i for i, c in enumerate(mesh.cells) if c.type in TET_TYPES]
+    others = Counter(c.type for c in mesh.cells if _other_volume_cell(c.type) for _ in c.data)
+    if others:
+        found = ", ".join(f"{n} {kind}" for kind, n in sorted(others.items()))
+        raise ValueError(
+            f"from_mesh: {source} has volume cells other than tetrahedra ({found}), which "
+            "would be left out of the volume and mass: only tetra and tetra10 cells are "
+            "integrated; mesh the body with tetrahedra (or split these cells into tetrahedra)"
+        )
+    blocks = [i for i, c in enumerate(mesh.cells) if c.type in TET_TYPES and len(c.data)]
     if not blocks:
-        types = sorted({c.type for c in mesh.cells}) or ["none"]
+        types = sorted({c.type for c in mesh.cells if len(c.data)}) or ["none"]
         raise ValueError(
             f"from_mesh: {source} has no tetrahedra (tetra or tetra10 cells); "
             f"cell types found: {', '.join(types)}"

@@ -208,7 +208,7 @@ def test_rule_construction_is_checked(change, error, message):
         (lambda v: QuadratureRule(np.zeros((2, 3)), v * np.ones(2)).volume, -1.0, "weights must be finite and positive"),
         (lambda v: QuadratureRule(v * np.ones((2, 3)), np.ones(2)).points.sum(), np.nan, "points must be finite"),
         (lambda v: QuadratureRule(np.zeros((2, 3)), np.ones(2), density=v * np.ones(2)).density.sum(), np.inf, "density must be finite and positive"),
-        (lambda v: cylinder(v, 1.0, 1, 1, 3).dimensions.sum(), -1.0, "dimensions must be finite and positive"),
+        (lambda v: QuadratureRule(np.zeros((1, 3)), np.ones(1), geometry="segment", dimensions=v * np.ones(1)).dimensions.sum(), -1.0, "dimensions must be finite and positive"),
     ],
 )  # fmt: skip
 def test_rule_checks_run_under_tracing(build, bad, message):
@@ -216,6 +216,25 @@ def test_rule_checks_run_under_tracing(build, bad, message):
     fn = jax.jit(build)
     assert float(fn(1.0)) == pytest.approx(float(build(1.0)), rel=1e-14)
     with pytest.raises(RUNTIME_ERRORS, match=f"QuadratureRule: {message}"):
+        jax.block_until_ready(fn(bad))
+
+
+@pytest.mark.parametrize(
+    "build, bad, message",
+    [
+        (lambda v: cylinder(v, 1.0, 1, 1, 3).volume, -1.0, "cylinder: radius must be finite and positive"),
+        (lambda v: box((v, v, 1.0)).volume, -1.0, r"box: size\[0\] must be finite and positive"),
+        (lambda v: tube(v, 2.0, 1.0).volume, -1.0, "tube: inner_radius must be finite and positive"),
+        (lambda v: tube(0.5, v, 1.0).volume, 0.25, "tube: inner_radius must be smaller than outer_radius"),
+        (lambda v: segment(v).volume, np.nan, "segment: length must be finite and positive"),
+    ],
+)  # fmt: skip
+def test_built_in_rules_check_traced_sizes(build, bad, message):
+    # A negative radius, or two negative box sides, gave positive weights: the rule's mass
+    # matrix under jit equalled the positive size's (eagerly, a ValueError).
+    fn = jax.jit(build)
+    assert float(fn(1.0)) == pytest.approx(float(build(1.0)), rel=1e-14)
+    with pytest.raises(RUNTIME_ERRORS, match=message):
         jax.block_until_ready(fn(bad))
 
 

@@ -199,7 +199,11 @@ def _check_positive(name: str, value: object) -> float | Array:
     if not is_concrete(value):
         if jnp.shape(value) != ():
             raise ValueError(f"{name} must be a scalar, got shape {jnp.shape(value)}")
-        return jnp.asarray(value, dtype=float)
+        traced = jnp.asarray(value, dtype=float)
+        # a run-time check on the size itself: a negative radius or a pair of negative box
+        # sides still gives positive weights, so no later check would see it
+        bad = ~jnp.isfinite(traced) | (traced <= 0)
+        return traced_check(traced, bad, f"{name} must be finite and positive")
     arr = None if isinstance(value, (str, bytes)) or value is None else np.asarray(value)
     if arr is None or arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
@@ -387,7 +391,11 @@ def tube(
     inner = _check_positive("tube: inner_radius", inner_radius)
     outer = _check_positive("tube: outer_radius", outer_radius)
     length = _check_positive("tube: length", length)
-    if is_concrete(inner, outer) and not inner < outer:
+    if not is_concrete(inner, outer):
+        outer = traced_check(
+            outer, ~(inner < outer), "tube: inner_radius must be smaller than outer_radius"
+        )
+    elif not inner < outer:
         raise ValueError(
             f"tube: inner_radius ({float(inner)}) must be smaller than outer_radius ({float(outer)})"
         )

@@ -67,6 +67,20 @@ def test_the_volume_is_exact_at_any_tolerance():
     np.testing.assert_allclose(rule.volume, full.volume, rtol=1e-14)
 
 
+@pytest.mark.parametrize("scale", [1e160, 1e-170])
+def test_integrands_of_extreme_size_are_fitted(scale):
+    # their squares overflowed (underflowed): the snapshots were dropped and one node kept,
+    # with an error of 0.37 reported nowhere
+    full = cylinder_rule()
+    rule, info = quadrature.empirical(
+        full,
+        lambda r, a: scale * near_singular(r, a),
+        jnp.linspace(0.002, 0.02, 12),
+        return_info=True,
+    )
+    assert 1 < info.n_nodes <= info.rank and info.snapshot_error < 1e-9
+
+
 def test_fitting_again_compiles_nothing():
     # the snapshots' program is module-level with the integrals static: a second fit of the
     # same integrals on a rule of the same structure (other samples) traces them no more

@@ -149,8 +149,11 @@ def _basis(phi: np.ndarray, w: np.ndarray, tol: float) -> tuple[np.ndarray, np.n
     values of the unit-norm snapshots above `tol` times the largest), then the unit constant
     `ψ_0` as an equation of its own (so the volume is met exactly, never truncated with the
     snapshots); and all singular values."""
-    norms = np.sqrt((phi * phi) @ w)
-    scaled = phi[norms > 0] / norms[norms > 0, None]
+    peak = np.max(np.abs(phi), axis=1)
+    # each snapshot over its largest value first: the squares of 1e160 (or 1e-165) would
+    # overflow (underflow) and drop the snapshot
+    unit = phi[peak > 0] / peak[peak > 0, None]
+    scaled = unit / np.sqrt((unit * unit) @ w)[:, None]
     _, s, vt = np.linalg.svd(scaled * np.sqrt(w)[None], full_matrices=False)
     rank = int(np.sum(s > tol * s[0]))
     one = np.full((1, w.size), 1.0 / np.sqrt(np.sum(w)))

@@ -234,6 +234,17 @@ def test_unreadable_or_unfitting_entry_is_solved_again(kept):
     assert len(list(folder.iterdir())) == 1  # rewritten whole, no temporary file left
 
 
+def test_a_flat_rule_with_rounding_noise_across_is_named():
+    # a segment rule with 1e-11 of noise across: the noise's scale became a full dimension and
+    # the refusal only asked for a rule exact to the degree
+    rule = quadrature.segment(0.5, 8)
+    noise = 1e-11 * np.random.default_rng(0).standard_normal((8, 2))
+    points = np.asarray(rule.points) + np.pad(noise, ((0, 0), (0, 1)))
+    with pytest.raises(ValueError, match=r"degree 4: .*\(x1, x2 spread over less than 1e-6"):
+        quadrature.compress(quadrature.QuadratureRule(points, rule.weights), 4)
+    assert quadrature.compress(rule, 4).n_points <= 5  # C(4 + 1, 1) in one dimension
+
+
 def test_rules_not_kept_without_the_cache_or_on_errors(kept, monkeypatch):
     from softrigid import _persistent_cache
 

@@ -79,6 +79,7 @@ def test_integrands_of_extreme_size_are_fitted(scale):
         return_info=True,
     )
     assert 1 < info.n_nodes <= info.rank and info.snapshot_error < 1e-9
+    np.testing.assert_allclose(rule.volume, full.volume, rtol=1e-14)
 
 
 def test_fitting_again_compiles_nothing():

@@ -304,6 +304,12 @@ def _fit(x: np.ndarray, w: np.ndarray, rho: np.ndarray | None, d: int) -> Stored
             else f"the moments are met only to {residual:.2g} (relative)"
         )
         hint = f", e.g. from_mesh(path, degree={d})" if d <= 30 else " (from_mesh's reach 30)"
+        thin = [f"x{k + 1}" for k in dims if extent[k] < 1e-6 * extent.max()]
+        if thin:  # a flat rule with rounding noise across: the noise's scale is a dimension
+            hint += (
+                f" ({', '.join(thin)} spread over less than 1e-6 of the rule's extent: "
+                "set a coordinate that should be constant exactly)"
+            )
         raise ValueError(
             f"compress: rule cannot support degree {d}: {why}; give a rule exact to degree {d}"
             + hint

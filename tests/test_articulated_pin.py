@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import jax
 import numpy as np
+import pinocchio  # the test extra
 import pytest
 from robots import random_rigid_link, robot_from_rigid_links
 
 import softrigid as sr
-
-pinocchio = pytest.importorskip("pinocchio")
 
 # One structure for every seed, so the compiled programs are shared across the chains; runs of
 # equal joints are one group each (three groups compile in a few seconds, seven alternating

@@ -74,7 +74,6 @@ def test_tendon_arm_inverse_statics_reaches_the_target(tendon_arm):
 
 
 def test_tendon_arm_plot(tendon_arm, tmp_path):
-    pytest.importorskip("matplotlib")
     ex, arm, states, target, inverse = tendon_arm
     path = ex.plot(arm, states, inverse, target, tmp_path / "equilibria.png")
     assert path.exists()

@@ -79,7 +79,6 @@ def test_model_matches_the_published_geometry_and_actuation(example):
 
 @pytest.fixture(scope="module")
 def run(example, tmp_path_factory):
-    pytest.importorskip("matplotlib")
     out = tmp_path_factory.mktemp("hybrid_arm")
     target = SCALE * np.asarray(example.UR_TARGET)
     summary = example.run(T_FINAL, out, DT, SCHEDULE, ur_target=target)

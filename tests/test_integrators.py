@@ -276,7 +276,8 @@ def test_adaptive_methods_record_the_inputs_at_the_grid_states(double):
 
 
 def test_vector_field_with_diffrax(double):
-    diffrax = pytest.importorskip("diffrax")
+    import diffrax  # the test extra
+
     f = vector_field(double)
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(lambda t, y, args: f(t, y)),

@@ -49,7 +49,6 @@ def _com(q):
 def test_plots_name_bad_trajectories_labels_and_times(tmp_path):
     # an empty trajectory, too few labels, a scalar or NaN time: each failed inside NumPy or
     # matplotlib (IndexError, TypeError) or drew t[0] silently
-    pytest.importorskip("matplotlib")
     robot = sr.Robot(
         [sr.Link(joints.Revolute((0.0, 1.0, 0.0)), sr.RigidBody(1.0, (0, 0, 0.1), np.eye(3)))]
     )

@@ -19,7 +19,6 @@ def example():
 
 @pytest.fixture(scope="module")
 def measured(example, tmp_path_factory):
-    pytest.importorskip("matplotlib")
     out = tmp_path_factory.mktemp("scaling_figure")
     argv = ["--sizes", "1", "2", "--el-max-build", "0.01", "--cold", "--n-axial", "2"]
     return example.run([*argv, "--states", "20", "--out", str(out)]), out

@@ -18,7 +18,6 @@ def example():
 
 @pytest.fixture(scope="module")
 def summary(example, tmp_path_factory):
-    pytest.importorskip("matplotlib")
     return example.run(T_FINAL, tmp_path_factory.mktemp("mobile_manipulator"))
 
 

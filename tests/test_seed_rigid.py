@@ -149,7 +149,6 @@ def test_balloon_power_balance(damped):
 
 
 def test_balloon_example_runs_and_writes_figures(ex, tmp_path):
-    pytest.importorskip("matplotlib")
     summary = ex.run(HORIZON, tmp_path, damped=False)
     assert summary["com_drift"] < COM_TOL
     assert summary["energy_drift"] < ENERGY_RTOL * summary["energy_scale"]

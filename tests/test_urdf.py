@@ -407,7 +407,8 @@ def test_cycles_and_bad_sources_are_named():
 def test_pinocchio_rnea_and_crba_agree():
     """Peer check: Pinocchio's RNEA and CRBA on the same file (continuous joints take
     `(cos θ, sin θ)` in Pinocchio; joint damping is not part of its RNEA)."""
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin  # the test extra
+
     model = pin.buildModelFromUrdf(str(ARM))
     data = model.createData()
     robot = urdf.load(ARM, gravity=np.asarray(model.gravity.linear), joint_damping=False)
@@ -487,7 +488,8 @@ def _pin_configuration(model, q: np.ndarray) -> np.ndarray:
 @pytest.fixture(scope="module", params=sorted(REAL_ROBOTS))
 def real_robot(request):
     """`(name, path, tip, softrigid chain, Pinocchio model)`: each robot built once."""
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin  # the test extra
+
     rel, tip, dropped = REAL_ROBOTS[request.param]
     path = _example_robot_data() / rel
     with pytest.warns(UserWarning, match="links off the chain are dropped") as record:

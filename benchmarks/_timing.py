@@ -41,6 +41,40 @@ def load_example(name: str) -> ModuleType:
     return example
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer ≥ 1 (sizes, state counts, chunks)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def early_int(option: str, default: int) -> int:
+    """The value of the integer command-line `option` (`--cores 2` or `--cores=2`), read before
+    the script's parser runs (to pin the process before JAX starts); `default` where it is
+    absent or malformed: the script's own parser then reports it."""
+    import sys
+
+    args = sys.argv[1:]
+    for i, arg in enumerate(args):
+        if arg.startswith(option + "="):
+            value = arg[len(option) + 1 :]
+        elif arg == option and i + 1 < len(args):
+            value = args[i + 1]
+        else:
+            continue
+        try:
+            return int(value)
+        except ValueError:
+            return default
+    return default
+
+
 def pin_core(core: int) -> None:
     """Restrict this process to core number `core` (`core < 0`: no restriction); call it
     before importing JAX, as `pin_cores`."""

@@ -26,22 +26,32 @@ Run: python benchmarks/articulated.py [--sizes 1 2 4 8 16 32 64 100] [--batch 10
 from __future__ import annotations
 
 import argparse
-import sys
 
 try:
-    from _timing import emit, machine, pin_cores, time_call, time_first_call, time_interleaved
-except ImportError:  # run as a module
-    from benchmarks._timing import (
+    from _timing import (
+        early_int,
         emit,
         machine,
         pin_cores,
+        positive_int,
+        time_call,
+        time_first_call,
+        time_interleaved,
+    )
+except ImportError:  # run as a module
+    from benchmarks._timing import (
+        early_int,
+        emit,
+        machine,
+        pin_cores,
+        positive_int,
         time_call,
         time_first_call,
         time_interleaved,
     )
 
 if __name__ == "__main__":
-    pin_cores(int(sys.argv[sys.argv.index("--cores") + 1]) if "--cores" in sys.argv else 1)
+    pin_cores(early_int("--cores", 1))
 
 import functools
 
@@ -164,7 +174,9 @@ def measure(chain: str, n: int, batch: int, use_peers: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 100])
+    parser.add_argument(
+        "--sizes", type=positive_int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 100]
+    )
     parser.add_argument("--chains", nargs="+", default=["rigid", "pcs"], choices=list(CHAINS))
     parser.add_argument("--batch", type=int, default=1024, help="0: no batched timing")
     parser.add_argument("--no-peers", action="store_true")

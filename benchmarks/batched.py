@@ -19,15 +19,21 @@ Run: python benchmarks/batched.py [--robots pcs8 rigid30 …] [--functions forwa
 from __future__ import annotations
 
 import argparse
-import sys
 
 try:
-    from _timing import emit, machine, pin_cores, time_interleaved
+    from _timing import early_int, emit, machine, pin_cores, positive_int, time_interleaved
 except ImportError:  # run as a module
-    from benchmarks._timing import emit, machine, pin_cores, time_interleaved
+    from benchmarks._timing import (
+        early_int,
+        emit,
+        machine,
+        pin_cores,
+        positive_int,
+        time_interleaved,
+    )
 
 if __name__ == "__main__":
-    pin_cores(int(sys.argv[sys.argv.index("--cores") + 1]) if "--cores" in sys.argv else 1)
+    pin_cores(early_int("--cores", 1))
 
 from collections.abc import Callable
 from typing import Any
@@ -131,8 +137,8 @@ def main() -> None:
     parser.add_argument(
         "--functions", nargs="+", default=["forward_dynamics"], choices=list(FUNCTIONS)
     )
-    parser.add_argument("--batches", nargs="+", type=int, default=[1, 64, 1024, 16384])
-    parser.add_argument("--chunks", nargs="+", type=int, default=[_batching.CHUNK])
+    parser.add_argument("--batches", nargs="+", type=positive_int, default=[1, 64, 1024, 16384])
+    parser.add_argument("--chunks", nargs="+", type=positive_int, default=[_batching.CHUNK])
     parser.add_argument("--cores", type=int, default=1, help="cores to pin to (0: all)")
     args = parser.parse_args()
     emit("batched.machine", **machine())

@@ -47,9 +47,9 @@ from softrigid import joints, kinematics, materials, quadrature  # noqa: E402
 from softrigid.kinematics import lvp  # noqa: E402
 
 try:
-    from _timing import emit, machine
+    from _timing import emit, machine, positive_int
 except ImportError:  # run as a module
-    from benchmarks._timing import emit, machine
+    from benchmarks._timing import emit, machine, positive_int
 
 DEGREES = (2, 4, 6, 8, 10)
 TOLERANCES = (1e-6, 1e-8, 1e-10)
@@ -269,9 +269,11 @@ def measure(name: str, n_states: int, degrees: bool = True, n_train: int = 0) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", nargs="+", default=list(families()))
-    parser.add_argument("--states", type=int, default=3)
+    parser.add_argument("--states", type=positive_int, default=3)
     parser.add_argument("--empirical", action="store_true", help="also quadrature.empirical")
-    parser.add_argument("--train", type=int, default=10, help="states the empirical rule fits")
+    parser.add_argument(
+        "--train", type=positive_int, default=10, help="states the empirical rule fits"
+    )
     parser.add_argument("--no-degrees", action="store_true", help="skip the compress table")
     args = parser.parse_args()
     unknown = set(args.families) - set(families())

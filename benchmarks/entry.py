@@ -34,9 +34,9 @@ import os
 import sys
 
 if __name__ == "__main__":
-    from _timing import pin_core
+    from _timing import early_int, pin_core
 
-    pin_core(int(sys.argv[sys.argv.index("--core") + 1]) if "--core" in sys.argv else 1)
+    pin_core(early_int("--core", 1))
 
 import time
 from collections.abc import Callable
@@ -54,11 +54,11 @@ from softrigid import _fastpath  # noqa: E402
 
 try:
     from _peers import rigid_chain
-    from _timing import emit, machine
+    from _timing import emit, machine, positive_int
     from scaling import build_chain
 except ImportError:  # run as a module
     from benchmarks._peers import rigid_chain
-    from benchmarks._timing import emit, machine
+    from benchmarks._timing import emit, machine, positive_int
     from benchmarks.scaling import build_chain
 
 ROBOTS: dict[str, Callable[[], sr.Robot]] = {
@@ -180,8 +180,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--robots", nargs="+", default=list(ROBOTS), choices=list(ROBOTS))
     parser.add_argument("--functions", nargs="+", default=list(FUNCTIONS), choices=list(FUNCTIONS))
-    parser.add_argument("--calls", type=int, default=100, help="calls per round")
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--calls", type=positive_int, default=100, help="calls per round")
+    parser.add_argument("--rounds", type=positive_int, default=20)
     parser.add_argument("--core", type=int, default=1, help="pin to this core (-1: no)")
     args = parser.parse_args()
     for robot in args.robots:

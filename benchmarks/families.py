@@ -27,9 +27,9 @@ from softrigid import joints, kinematics, quadrature  # noqa: E402
 from softrigid.kinematics import lvp  # noqa: E402
 
 try:
-    from _timing import emit, machine, time_call, time_first_call
+    from _timing import emit, machine, positive_int, time_call, time_first_call
 except ImportError:  # run as a module
-    from benchmarks._timing import emit, machine, time_call, time_first_call
+    from benchmarks._timing import emit, machine, positive_int, time_call, time_first_call
 
 LENGTH, RADIUS = 0.3, 0.03
 
@@ -144,9 +144,9 @@ def measure(name: str, args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", nargs="+", default=list(family_maps()))
-    parser.add_argument("--n-axial", type=int, default=4)
-    parser.add_argument("--n-radial", type=int, default=2)
-    parser.add_argument("--n-angular", type=int, default=4)
+    parser.add_argument("--n-axial", type=positive_int, default=4)
+    parser.add_argument("--n-radial", type=positive_int, default=2)
+    parser.add_argument("--n-angular", type=positive_int, default=4)
     args = parser.parse_args()
     unknown = set(args.families) - set(family_maps())
     if unknown:

@@ -57,13 +57,13 @@ import jax
 try:
     import _peers as peers
     import _peers_pcs as pcs
-    from _timing import emit, machine, time_call
+    from _timing import emit, machine, positive_int, time_call
     from heavy import helicoid
     from scaling import build_chain
 except ImportError:  # run as a module
     from benchmarks import _peers as peers
     from benchmarks import _peers_pcs as pcs
-    from benchmarks._timing import emit, machine, time_call
+    from benchmarks._timing import emit, machine, positive_int, time_call
     from benchmarks.heavy import helicoid
     from benchmarks.scaling import build_chain
 
@@ -292,8 +292,8 @@ def main() -> None:
     parser.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     parser.add_argument("--robots", nargs="+", default=list(ROBOTS), choices=list(ROBOTS))
     parser.add_argument("--functions", nargs="+", default=list(FUNCTIONS), choices=list(FUNCTIONS))
-    parser.add_argument("--batches", nargs="+", type=int, default=list(BATCHES))
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batches", nargs="+", type=positive_int, default=list(BATCHES))
+    parser.add_argument("--repeats", type=positive_int, default=3)
     parser.add_argument("--budget", type=float, default=float("inf"), help="seconds for the run")
     parser.add_argument("--lock", help="a file whose lock the timing phases take turns on")
     parser.add_argument("--save", help="float64: write the outputs at B = ACCURACY_B here (.npz)")

@@ -119,6 +119,17 @@ def state(robot: sr.Robot, scale: np.ndarray) -> tuple[jax.Array, ...]:
     return tuple(jnp.asarray(s * rng.uniform(-1, 1, n)) for s in (scale, 3 * scale, 10 * scale))
 
 
+# the timed functions' names (`functions`' keys, in order; `--skip` takes them)
+FUNCTIONS = (
+    "map_and_jacobian",
+    "inverse_dynamics",
+    "mass_inverse_dynamics",
+    "elastic_plus_damping",
+    "internal_force",
+    "derivatives",
+)
+
+
 def functions(robot: sr.Robot, closed: bool = False, options: dict | None = None) -> dict[str, Any]:
     """The timed functions of `(robot, q, q̇, q̈)`, each jitted (with XLA `options`) with the
     robot as an argument, or with `closed` over the given robot (its arrays constants of the
@@ -203,8 +214,15 @@ def time_robot(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robots", nargs="+", default=list(ROBOTS), choices=list(ROBOTS))
-    parser.add_argument("--rules", nargs="+", default=["compressed", "mesh"])
-    parser.add_argument("--skip", nargs="*", default=[], help="functions not to time")
+    parser.add_argument(
+        "--rules",
+        nargs="+",
+        default=["compressed", "mesh"],
+        choices=["compressed", "mesh", "empirical", "reference"],
+    )
+    parser.add_argument(
+        "--skip", nargs="*", default=[], choices=FUNCTIONS, help="functions not to time"
+    )
     parser.add_argument("--no-reference", action="store_true", help="skip the error check")
     parser.add_argument(
         "--fast", action="store_true", help="sr.fast_compilation() first (README, Fast start)"

@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any
 
 if __name__ == "__main__":  # pinned before JAX starts its threads
-    from _timing import pin_core
+    from _timing import early_int, pin_core
 
-    pin_core(int(sys.argv[sys.argv.index("--core") + 1]) if "--core" in sys.argv else 1)
+    pin_core(early_int("--core", 1))
 
 import jax
 
@@ -59,10 +59,10 @@ import jax.numpy as jnp  # noqa: E402
 import softrigid as sr  # noqa: E402
 
 try:
-    from _timing import emit, machine, time_interleaved
+    from _timing import emit, machine, positive_int, time_interleaved
     from scaling import build_chain
 except ImportError:  # run as a module
-    from benchmarks._timing import emit, machine, time_interleaved
+    from benchmarks._timing import emit, machine, positive_int, time_interleaved
     from benchmarks.scaling import build_chain
 
 FAULT = "softrigid_fault"  # softrigid._fault.TARGET (a literal: a --tree child may predate it)
@@ -196,11 +196,15 @@ def against_tree(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 5, 10, 20, 50])
-    parser.add_argument("--repeats", type=int, default=15, help="interleaved batches per variant")
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[1, 2, 5, 10, 20, 50])
+    parser.add_argument(
+        "--repeats", type=positive_int, default=15, help="interleaved batches per variant"
+    )
     parser.add_argument("--core", type=int, default=1, help="pin to this core (-1: no)")
     parser.add_argument("--tree", help="another checkout to compare the shipped program against")
-    parser.add_argument("--processes", type=int, default=3, help="alternations with --tree")
+    parser.add_argument(
+        "--processes", type=positive_int, default=3, help="alternations with --tree"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

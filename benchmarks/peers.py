@@ -41,10 +41,10 @@ Run: python benchmarks/peers.py [--quick] [--large] [--robots planar_pcs_1 rigid
 from __future__ import annotations
 
 import argparse
-import sys
 
 try:
     from _timing import (
+        early_int,
         emit,
         hlo_counts,
         load,
@@ -56,6 +56,7 @@ try:
     )
 except ImportError:  # run as a module
     from benchmarks._timing import (
+        early_int,
         emit,
         hlo_counts,
         load,
@@ -67,7 +68,7 @@ except ImportError:  # run as a module
     )
 
 if __name__ == "__main__":
-    pin_cores(int(sys.argv[sys.argv.index("--cores") + 1]) if "--cores" in sys.argv else 1)
+    pin_cores(early_int("--cores", 1))
 
 import functools
 import importlib.metadata

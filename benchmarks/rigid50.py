@@ -24,22 +24,17 @@ Run: python benchmarks/rigid50.py [--n 50] [--states 5] [--cores 1]
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-
-def _pin_cores(n: int) -> None:
-    if n > 0 and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, set(range(n)))
-
-
 if __name__ == "__main__":
-    _pin_cores(int(sys.argv[sys.argv.index("--cores") + 1]) if "--cores" in sys.argv else 1)
+    from _timing import early_int, pin_cores
 
-from collections.abc import Callable  # noqa: E402
-from typing import Any, NamedTuple  # noqa: E402
+    pin_cores(early_int("--cores", 1))
 
-import jax  # noqa: E402
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
 
 jax.config.update("jax_enable_x64", True)
 
@@ -50,10 +45,10 @@ import softrigid as sr  # noqa: E402
 
 try:
     import _peers as peers
-    from _timing import emit, machine, time_call, time_first_call
+    from _timing import emit, machine, positive_int, time_call, time_first_call
 except ImportError:  # run as a module
     from benchmarks import _peers as peers
-    from benchmarks._timing import emit, machine, time_call, time_first_call
+    from benchmarks._timing import emit, machine, positive_int, time_call, time_first_call
 
 State = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -157,8 +152,8 @@ def measure(n: int, n_states: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=50, help="number of revolute joints")
-    parser.add_argument("--states", type=int, default=5, help="states for the differences")
+    parser.add_argument("--n", type=positive_int, default=50, help="number of revolute joints")
+    parser.add_argument("--states", type=positive_int, default=5, help="states for the differences")
     parser.add_argument("--cores", type=int, default=1, help="pin to this many cores; 0: no pin")
     args = parser.parse_args()
     try:

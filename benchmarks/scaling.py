@@ -37,9 +37,9 @@ import softrigid as sr  # noqa: E402
 from softrigid import joints, kinematics, quadrature  # noqa: E402
 
 try:
-    from _timing import emit, machine, time_call, time_first_call
+    from _timing import emit, machine, positive_int, time_call, time_first_call
 except ImportError:  # run as a module
-    from benchmarks._timing import emit, machine, time_call, time_first_call
+    from benchmarks._timing import emit, machine, positive_int, time_call, time_first_call
 
 
 def build_chain(n: int, n_axial: int, n_radial: int, n_angular: int) -> sr.Robot:
@@ -193,15 +193,17 @@ def options() -> argparse.ArgumentParser:
     """The benchmark's command-line options (sizes, baseline limit, quadrature, cold builds),
     without help so that other scripts can take them as a parent parser."""
     parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 5, 10, 20, 50])
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[1, 2, 5, 10, 20, 50])
     parser.add_argument(
         "--el-max-build", type=float, default=120.0, help="skip EL after a build this long [s]"
     )
-    parser.add_argument("--states", type=int, default=100)
-    parser.add_argument("--n-axial", type=int, default=4)
-    parser.add_argument("--n-radial", type=int, default=2)
-    parser.add_argument("--n-angular", type=int, default=3)
-    parser.add_argument("--cold", type=int, nargs="*", default=[20], help="fresh-process builds")
+    parser.add_argument("--states", type=positive_int, default=100)
+    parser.add_argument("--n-axial", type=positive_int, default=4)
+    parser.add_argument("--n-radial", type=positive_int, default=2)
+    parser.add_argument("--n-angular", type=positive_int, default=3)
+    parser.add_argument(
+        "--cold", type=positive_int, nargs="*", default=[20], help="fresh-process builds"
+    )
     return parser
 
 

@@ -61,10 +61,10 @@ from softrigid.kinematics import lvp  # noqa: E402
 
 try:
     from _runs import measure, measure_loops, reference
-    from _timing import emit, load_example
+    from _timing import emit, load_example, positive_int
 except ImportError:  # run as a module
     from benchmarks._runs import measure, measure_loops, reference
-    from benchmarks._timing import emit, load_example
+    from benchmarks._timing import emit, load_example, positive_int
 
 ROOT = Path(__file__).resolve().parents[1]
 # the base joint frame turned so that the arm's z axis points along world +x (horizontal)
@@ -275,11 +275,13 @@ def main() -> None:
         default=2e-3,
         help="generalized-α's step in closed_loop (at 10 ms its Newton does not converge)",
     )
-    parser.add_argument("--degree", type=int, default=6, help="helicoid rule's moment degree")
-    parser.add_argument("--soromox-segments", type=int, default=4)
+    parser.add_argument(
+        "--degree", type=positive_int, default=6, help="helicoid rule's moment degree"
+    )
+    parser.add_argument("--soromox-segments", type=positive_int, default=4)
     parser.add_argument("--soromox-t-final", type=float, default=0.5)
     parser.add_argument("--tol", type=float, default=1e-3, help="max |q − q_ref| accepted")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=positive_int, default=3)
     parser.add_argument(
         "--newton",
         nargs="*",

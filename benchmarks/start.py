@@ -31,9 +31,9 @@ import tempfile
 from typing import Any
 
 try:
-    from _timing import emit
+    from _timing import emit, positive_int
 except ImportError:  # run as a module
-    from benchmarks._timing import emit
+    from benchmarks._timing import emit, positive_int
 
 _CHILD = """
 import json, os, sys, time
@@ -78,7 +78,7 @@ def child(core: int, bodies: int, fast: bool, cache: str, functions: list[str]) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--bodies", type=int, default=20)
+    parser.add_argument("--bodies", type=positive_int, default=20)
     parser.add_argument("--functions", nargs="+", default=["inverse_dynamics", "forward_dynamics"])
     parser.add_argument("--core", type=int, default=1, help="pin to this core (-1: no)")
     parser.add_argument(

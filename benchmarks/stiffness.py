@@ -31,6 +31,7 @@ try:
         load_example,
         machine,
         pin_core,
+        positive_int,
         time_first_call,
         time_interleaved,
     )
@@ -40,6 +41,7 @@ except ImportError:  # run as a module
         load_example,
         machine,
         pin_core,
+        positive_int,
         time_first_call,
         time_interleaved,
     )
@@ -86,7 +88,7 @@ def compare(label: str, fns: dict[str, Any], *args: Any, **fields: Any) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[2, 5, 10, 20])
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[2, 5, 10, 20])
     parser.add_argument("--helicoid", action="store_true", help="also the helicoid robot")
     parser.add_argument("--core", type=int, default=0)
     args = parser.parse_args()

@@ -32,9 +32,9 @@ import softrigid as sr  # noqa: E402
 from softrigid._trig import sincos  # noqa: E402
 
 try:
-    from _timing import emit, machine, time_interleaved
+    from _timing import emit, machine, positive_int, time_interleaved
 except ImportError:  # run as a module
-    from benchmarks._timing import emit, machine, time_interleaved
+    from benchmarks._timing import emit, machine, positive_int, time_interleaved
 
 Pair = Callable[[jax.Array], tuple[jax.Array, jax.Array]]
 IMPLEMENTATIONS: dict[str, Pair] = {
@@ -71,7 +71,7 @@ def max_ulps(values: np.ndarray, x: np.ndarray) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=100_000, help="angles (a multiple of 4)")
+    parser.add_argument("--n", type=positive_int, default=100_000, help="angles (a multiple of 4)")
     args = parser.parse_args()
     n = 4 * max(1, args.n // 4)
     x_np = np.random.default_rng(0).uniform(-np.pi, np.pi, n)

@@ -294,9 +294,13 @@ def run(t_final: float, out: Path, damped: bool, progress: bool = False) -> dict
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    from _cli import output_folder, positive_float  # beside this script
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--t-final", type=float, default=10.0, help="simulated time [s]")
-    parser.add_argument("--out", type=Path, default=Path("out/balloon"), help="output folder")
+    parser.add_argument("--t-final", type=positive_float, default=10.0, help="simulated time [s]")
+    parser.add_argument(
+        "--out", type=output_folder, default=Path("out/balloon"), help="output folder"
+    )
     args = parser.parse_args(argv)
     for damped in (False, True):
         label = "with the seed's dampers" if damped else "without dampers"

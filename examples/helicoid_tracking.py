@@ -161,6 +161,7 @@ PERIOD = 2 * np.pi / OMEGA  # s
 RADII, HEIGHTS = (0.02, 0.025, 0.03), (0.08, 0.15, 0.24)  # m: t_kd = (r cos ωt, r sin ωt, h)
 RAMP = 4  # stages of the homotopy from the straight arm to the first sample
 HALVINGS = 3  # a sample not reached from the previous one is approached through midpoints
+SAMPLES = 20  # statics samples over one period of the references
 TOL = 1e-9  # inverse statics: the tips to 1e-9 m (1e-10 ended one sample at 2.6e-10 m)
 KP, KD = 10.0, 1.0  # the seed's PFBL gains on the tendon coordinates [N/m], [N s/m]
 BLEND = 1.0  # s: the reference merges from the straight arm's outputs into y_d(t) (docstring)
@@ -495,7 +496,7 @@ def write_frames(robot: sr.Robot, path: Path, t: np.ndarray, q: np.ndarray) -> d
 
 def run(
     out: Path | str = Path("out/helicoid_tracking"),
-    samples: int = 20,
+    samples: int = SAMPLES,
     degree: int = DEGREE,
     t_final: float = T_FINAL,
     figures: bool = True,
@@ -592,7 +593,8 @@ def run(
             f"{run.first_call_s:.1f} s); output error {errors['output_error_initial_m']:.2e} → "
             f"{errors['output_error_final_m']:.2e} m, from the PFBL's linear ODE by "
             f"{errors['output_error_vs_linear_ode_max_m']:.1e} m; tips from their targets "
-            f"(last period) {np.round(errors['tip_error_late_max_mm'], 1).tolist()} mm; "
+            f"({'last period' if run.t[-1] >= 2 * PERIOD else 'last half of the run'}) "
+            f"{np.round(errors['tip_error_late_max_mm'], 1).tolist()} mm; "
             f"negative tensions: {errors['negative_tensions_min_N'] or 'none'}"
         )
     summary.update(wall_s=time.perf_counter() - start, figures=names)
@@ -602,21 +604,36 @@ def run(
 
 
 def main() -> None:
+    from _cli import nonnegative_float, output_folder, positive_int  # beside this script
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("out/helicoid_tracking"))
-    parser.add_argument("--samples", type=int, default=20, help="statics samples per period")
-    parser.add_argument("--degree", type=int, default=DEGREE, help="compressed rule's degree")
-    parser.add_argument("--t-final", type=float, default=T_FINAL, help="closed loop [s]; 0: none")
+    parser.add_argument("--out", type=output_folder, default=Path("out/helicoid_tracking"))
+    parser.add_argument(
+        "--samples", type=positive_int, help=f"statics samples per period (default {SAMPLES})"
+    )
+    parser.add_argument(
+        "--degree", type=positive_int, default=DEGREE, help="compressed rule's degree"
+    )
+    parser.add_argument(
+        "--t-final", type=nonnegative_float, default=T_FINAL, help="closed loop [s]; 0: none"
+    )
     parser.add_argument(
         "--statics-from", type=Path, default=None, help="an earlier run's equilibria.npz"
     )
     parser.add_argument(
-        "--blend", type=float, default=BLEND, help="s to merge into y_d from rest; 0: none"
+        "--blend",
+        type=nonnegative_float,
+        default=BLEND,
+        help="s to merge into y_d from rest; 0: none",
     )
     args = parser.parse_args()
+    if args.statics_from is not None and args.samples is not None:
+        parser.error("--samples does not apply with --statics-from (the file holds its samples)")
+    if args.statics_from is not None and not args.statics_from.is_file():
+        parser.error(f"--statics-from: no file {str(args.statics_from)!r}")
     run(
         args.out,
-        args.samples,
+        args.samples or SAMPLES,
         args.degree,
         args.t_final,
         statics_from=args.statics_from,

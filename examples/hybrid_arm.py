@@ -456,10 +456,12 @@ def run(
 
 
 def main() -> None:
+    from _cli import output_folder, positive_float  # beside this script
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--t-final", type=float, default=6.0, help="simulated time [s]")
-    parser.add_argument("--out", type=Path, default=Path("out/hybrid_arm"))
-    parser.add_argument("--dt", type=float, default=DT, help="output grid [s]")
+    parser.add_argument("--t-final", type=positive_float, default=6.0, help="simulated time [s]")
+    parser.add_argument("--out", type=output_folder, default=Path("out/hybrid_arm"))
+    parser.add_argument("--dt", type=positive_float, default=DT, help="output grid [s]")
     parser.add_argument("--repeat", action="store_true", help="time a second, compiled run")
     args = parser.parse_args()
     run(args.t_final, args.out, args.dt, repeat=args.repeat)

@@ -40,8 +40,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _cli, beside this script
 
 import scaling
+from _cli import output_folder
 
 US = 1e6  # seconds to microseconds
 
@@ -193,7 +195,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], parents=[scaling.options()]
     )
-    parser.add_argument("--out", type=Path, default=Path("out/scaling_figure"))
+    parser.add_argument("--out", type=output_folder, default=Path("out/scaling_figure"))
     parser.add_argument(
         "--from", dest="source", type=Path, help="draw from the benchmark's JSON lines"
     )

@@ -90,10 +90,12 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
+    from _cli import output_folder  # beside this script
+
     sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "out", nargs="?", type=Path, default=Path("out/swinging_arm"), help="output folder"
+        "out", nargs="?", type=output_folder, default=Path("out/swinging_arm"), help="output folder"
     )
     main(parser.parse_args().out)

@@ -91,6 +91,7 @@ def test_scripts_with_an_output_folder_refuse_options(tmp_path):
     scripts = ["swinging_arm", "export_paraview", "learned_kinematics", "tendon_arm_equilibrium"]
     program = (
         "import runpy, sys\n"
+        f"sys.path.insert(0, {str(examples)!r})\n"  # as `python examples/<script>.py` does
         f"for name in {scripts!r}:\n"
         "    sys.argv = [name, '--t-final', '1']\n"
         "    try:\n"
@@ -104,3 +105,26 @@ def test_scripts_with_an_output_folder_refuse_options(tmp_path):
     assert out.stdout.split() == [word for name in scripts for word in (name, "2")], out.stderr
     assert out.stderr.count("unrecognized arguments: --t-final") == 4
     assert not any(tmp_path.iterdir())
+
+
+def test_example_arguments_are_checked_before_the_run(tmp_path):
+    """`examples/_cli.py`: times, counts and output folders refused as usage errors (a negative
+    `--t-final` ran the statics only, an `--out` naming a file failed after the simulation)."""
+    import argparse
+
+    cli = load_example("_cli")
+    for parse, text, message in [
+        (cli.positive_float, "-1", "must be positive"),
+        (cli.positive_float, "nan", "must be finite"),
+        (cli.nonnegative_float, "-0.5", "must be zero or positive"),
+        (cli.positive_int, "0", "must be at least 1"),
+        (cli.positive_int, "2.5", "expected an integer"),
+        (cli.output_folder, str(tmp_path / "file" / "sub"), "exists and is not a folder"),
+    ]:
+        (tmp_path / "file").write_text("")
+        with pytest.raises(argparse.ArgumentTypeError, match=message):
+            parse(text)
+    assert cli.nonnegative_float("0") == 0.0 and cli.positive_int("3") == 3
+    # a folder that can be created is accepted and not left behind (the script creates it)
+    assert cli.output_folder(str(tmp_path / "a" / "b")) == tmp_path / "a" / "b"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]

@@ -1,0 +1,70 @@
+"""Command-line argument types shared by the examples: a bad value is argparse's usage error
+before any model is built (a negative `--t-final` or an `--out` that names a file used to fail
+minutes later, deep in the library or after the simulation)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+__all__ = ["nonnegative_float", "output_folder", "positive_float", "positive_int"]
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (a simulated time, a step)."""
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number ≥ 0 (a time where 0 means none)."""
+    value = _number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or positive, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer ≥ 1 (samples, a degree)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def output_folder(text: str) -> Path:
+    """The output folder: an existing folder, or a path that can be created (tried, then
+    removed again: the script creates it when it writes, and a usage error leaves no folder
+    behind). A path naming a file or an unwritable place is refused before the run, not
+    after it."""
+    path = Path(text)
+    missing, folder = [], path  # the folders to create, deepest first
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"{str(folder)!r} exists and is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise argparse.ArgumentTypeError(f"cannot create the folder {text!r}: {err}") from None
+    finally:
+        for created in (m for m in missing if m.exists()):
+            created.rmdir()
+    return path

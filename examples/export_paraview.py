@@ -68,14 +68,22 @@ def build_robot() -> tuple[sr.Robot, dict[int, object]]:
 
 
 def plot_snapshots(robot: sr.Robot, traj: sr.Trajectory, meshes: dict, path: Path) -> None:
-    """Boundary surfaces (`softrigid.io.surface`) of all bodies at five instants."""
+    """Boundary surfaces (`softrigid.io.surface`) of all bodies at five instants, one colour
+    per instant (darker later)."""
     fig = plt.figure(figsize=(6, 5))
     ax = fig.add_subplot(projection="3d")
-    for k in np.linspace(0, len(traj.t) - 1, 5).astype(int):
+    instants = np.linspace(0, len(traj.t) - 1, 5).astype(int)
+    for shade, k in zip(np.linspace(0.35, 0.95, instants.size), instants, strict=True):
+        colour = plt.cm.viridis(1.0 - shade)
         for mesh in softrigid.io.deformed_meshes(robot, traj.q[k], meshes):
             s = softrigid.io.surface(mesh)
-            ax.plot_trisurf(*s.points.T, triangles=s.cells_dict["triangle"], alpha=0.6)
-    ax.set(xlabel="x [m]", ylabel="y [m]", zlabel="z [m]", title="t = 0 … 1 s")
+            ax.plot_trisurf(
+                *s.points.T, triangles=s.cells_dict["triangle"], color=colour, alpha=0.6
+            )
+        # a proxy line for the legend (3-D surfaces take no legend entry of their own)
+        ax.plot([], [], color=colour, label=f"t = {traj.t[k]:.2f} s")
+    ax.legend(loc="upper left", fontsize="small")
+    ax.set(xlabel="x [m]", ylabel="y [m]", zlabel="z [m]")
     ax.set(xlim=(-0.45, 0.45), ylim=(-0.1, 0.1), zlim=(-0.45, 0.05), yticks=[-0.1, 0.0, 0.1])
     ax.set_box_aspect((0.9, 0.2, 0.5))
     fig.savefig(path, dpi=120)

@@ -185,7 +185,7 @@ def plot_fit(fit: Fit, path: Path, n_axial: int = 3) -> None:
     ax2.set_aspect("equal")
     ax2.set_xlabel("x1 [m]")
     ax2.set_ylabel("x3 [m]")
-    ax2.set_title("backbone: constant curvature (solid), MLP (dashed)")
+    ax2.set_title("backbone: constant curvature (solid),\nMLP (dashed)", fontsize=10)
     ax2.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -248,7 +248,7 @@ def test_singular_mass_matrix_is_reported():
     with pytest.raises(
         ValueError,
         match=r"forward_dynamics: the articulated inertia D_1 of link 1 is not positive "
-        r"definite \(link 1, body coordinate 0",
+        r"definite at coordinate 1 \(link 1, body coordinate 0",
     ):
         sr.forward_dynamics(robot, z, z, z)
 
@@ -261,7 +261,7 @@ def test_a_non_finite_state_under_jit_is_reported_as_such():
     z, bad = jnp.zeros(3), jnp.array([0.0, jnp.nan, 0.0])
     messages = {
         "cholesky": r"the mass matrix is not finite in row 0 \(link 0, joint coordinate 0",
-        "articulated": r"the articulated inertia D_1 of link 1 is not finite \(link 1, joint",
+        "articulated": r"the articulated inertia D_1 of link 1 is not finite \(link 1, coordinate 1\)",
     }
     for solver, message in messages.items():
         fd = jax.jit(lambda q, s=solver: sr.forward_dynamics(robot, q, z, z, solver=s))

@@ -258,6 +258,31 @@ def test_singular_articulated_inertia_names_its_coordinate():
         sr.forward_dynamics(robot, z, z, z, solver="cholesky")
 
 
+def test_light_links_beside_a_heavy_base_solve_in_both_solvers():
+    # 1e-9 kg links 1 mm across beside a 1 t base (their M_jj 1e-18 of the largest): the
+    # Cholesky path refused them as "not positive definite" (its test was M_jj > 1e-13 of the
+    # largest) while the articulated one solved them to their own rounding
+    heavy = sr.RigidBody(1e3, (0, 0, 0.1), 2.5 * np.eye(3), distal=(np.eye(3), (0, 0, 0.3)))
+    light = sr.RigidBody(
+        1e-9, (0, 0.01, 0.02), 1e-15 * np.diag([1.0, 2.0, 1.5]), distal=(np.eye(3), (0, 0, 0.05))
+    )
+    arm = sr.RigidBody(2.0, (0, 0, 0.1), 0.02 * np.eye(3), distal=(np.eye(3), (0, 0, 0.2)))
+    robot = sr.Robot(
+        [
+            sr.Link(joints.Prismatic((0, 0, 1)), heavy),
+            sr.Link(joints.Revolute((0, 1, 0)), arm),
+            sr.Link(joints.Revolute((1, 0, 0)), light),
+            sr.Link(joints.Revolute((0, 0, 1)), light),
+        ]
+    )
+    q, qd = jnp.array([0.1, 0.4, -0.3, 0.7]), jnp.array([0.2, -0.5, 1.0, 0.3])
+    u = jnp.array([1.0, 0.2, 1e-16, -2e-16])
+    a, c = (sr.forward_dynamics(robot, q, qd, u, solver=s) for s in ("articulated", "cholesky"))
+    np.testing.assert_allclose(c, a, rtol=1e-9)
+    residual = np.abs(np.asarray(sr.inverse_dynamics(robot, q, qd, c) - u))
+    assert residual[0] < 1e-11 and residual[2:].max() < 1e-24
+
+
 def test_solver_choice():
     # auto: Cholesky only for small rigid robots (fewer than 5 coordinates), where it was
     # measured the faster; articulated with a deformable body or from 5 coordinates

@@ -48,6 +48,7 @@ import contextlib
 import fcntl
 import functools
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -311,6 +312,8 @@ def main() -> None:
     jax.config.update("jax_enable_x64", args.dtype == "float64")
     if args.matmul_precision == "highest":
         jax.config.update("jax_default_matmul_precision", "highest")
+    if jax.default_backend() != "gpu":
+        print(f"gpu.py: no GPU: measuring on {jax.default_backend()!r}", file=sys.stderr)
     deadline = time.perf_counter() + args.budget
     emit("machine", **machine(), dtype=args.dtype, matmul_precision=args.matmul_precision)
     outputs: dict[str, np.ndarray] = {}

@@ -42,16 +42,9 @@ def load_example(name: str) -> ModuleType:
 
 
 def positive_int(text: str) -> int:
-    """An argparse type: an integer ≥ 1 (sizes, state counts, chunks)."""
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    """An argparse type: an integer ≥ 1 (sizes, state counts, chunks); the examples' own
+    (`examples/_cli.py`)."""
+    return load_example("_cli").positive_int(text)
 
 
 def early_int(option: str, default: int) -> int:

@@ -203,21 +203,26 @@ def test_batched_with_a_link_without_coordinates():
     np.testing.assert_allclose(fd("articulated")(q, qd, u), ref, rtol=0, atol=1e-12)
 
 
-def _frozen_robot():
-    # a body map through stop_gradient: its coordinate has no inertia (D_1 = 0)
-    def frozen(x, q):
-        return x + jax.lax.stop_gradient(q[0]) * jnp.array([x[2], 0.0, 0.0])
-
+def _arm_with_map(kinematics, n_q):
+    """A revolute rigid link, then a soft body of the map `kinematics` with `n_q` coordinates."""
     body = sr.SoftBody(
-        frozen,
+        kinematics,
         VOLUME,
         density=1000.0,
-        n_q=1,
+        n_q=n_q,
         pivot=(0.0, 0.0, LENGTH),
         contact_points=((0.02, 0.0, LENGTH), (0.0, 0.02, LENGTH)),
     )
     rigid = sr.RigidBody(1.0, (0.0, 0.0, 0.0), 1e-3 * jnp.eye(3))
     return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid), sr.Link(joints.Fixed(), body)])
+
+
+def _frozen_robot():
+    # a body map through stop_gradient: its coordinate has no inertia (D_1 = 0)
+    def frozen(x, q):
+        return x + jax.lax.stop_gradient(q[0]) * jnp.array([x[2], 0.0, 0.0])
+
+    return _arm_with_map(frozen, 1)
 
 
 def test_singular_articulated_inertia_is_reported():
@@ -240,16 +245,7 @@ def test_singular_articulated_inertia_names_its_coordinate():
     def ignores_second(x, q):
         return x + q[0] * jnp.array([x[2], 0.0, 0.0])
 
-    body = sr.SoftBody(
-        ignores_second,
-        VOLUME,
-        density=1000.0,
-        n_q=2,
-        pivot=(0.0, 0.0, LENGTH),
-        contact_points=((0.02, 0.0, LENGTH), (0.0, 0.02, LENGTH)),
-    )
-    rigid = sr.RigidBody(1.0, (0.0, 0.0, 0.0), 1e-3 * jnp.eye(3))
-    robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid), sr.Link(joints.Fixed(), body)])
+    robot = _arm_with_map(ignores_second, 2)
     z = jnp.zeros(3)
     where = r"at coordinate 2 \(link 1, body coordinate 1"
     with pytest.raises(ValueError, match=r"articulated inertia D_1 of link 1 .* " + where):

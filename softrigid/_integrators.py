@@ -8,7 +8,8 @@ evaluates them anyway; the implicit schemes, whose equations sit at the step's e
 them once more.
 
 * `RK4`: classical 4th-order Runge–Kutta on `(q, q̇)`.
-* `SemiImplicitEuler`: `q̇₁ = q̇₀ + h q̈(q₀, q̇₀)`, `q₁ = q₀ + h q̇₁` (symplectic, 1st order).
+* `SemiImplicitEuler`: `q̇₁ = q̇₀ + h q̈(q₀, q̇₀)`, `q₁ = q₀ + h q̇₁` (1st order; symplectic
+  only where `M` is constant, see the class).
 * `ImplicitEuler`: backward Euler on `(q, q̇)` (L-stable, 1st order).
 * `GeneralizedAlpha`: Chung–Hulbert in the Arnold–Brüls form (2nd order, tunable dissipation).
 
@@ -116,7 +117,16 @@ class RK4(Integrator):
 
 @module
 class SemiImplicitEuler(Integrator):
-    """Symplectic Euler: `q̇₁ = q̇₀ + h q̈(t₀, q₀, q̇₀)`, `q₁ = q₀ + h q̇₁` (1st order)."""
+    """Semi-implicit Euler: `q̇₁ = q̇₀ + h q̈(t₀, q₀, q̇₀)`, `q₁ = q₀ + h q̇₁` (1st order,
+    explicit: one evaluation of `q̈` per step).
+
+    In velocities it is symplectic Euler only where the mass matrix is constant (one revolute
+    joint, prismatic chains): there the energy of an undamped run stays bounded. With `M(q)`
+    (two links or a soft body) symplectic Euler steps the momentum `p = M q̇` and is implicit;
+    this velocity form is not, and the energy drifts at first order: measured (2026-11-30) on
+    an undamped rigid double pendulum swinging chaotically, `max |E − E₀|` over 2 s was
+    0.17 J at `h = 1` ms and 0.025 J at 0.1 ms (of `E₀` = 1.77 J), against 3e-8 J for `rk4`
+    at 1 ms. For long conservative runs use `rk4` or `generalized_alpha` (`rho_inf = 1`)."""
 
     name: ClassVar[str] = "semi_implicit_euler"
 

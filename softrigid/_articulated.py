@@ -47,7 +47,7 @@ from ._batching import under_vmap
 from ._body import generalized_inertia
 from ._checks import raise_if
 from ._energy import internal_forces
-from ._entry import NON_FINITE_HINT, PREFIX, describe_coordinate
+from ._entry import NON_FINITE_HINT, PREFIX, describe_coordinate, finite_state
 from ._loads import external_loads
 from ._math import fused_matmul, rmatvec, skew, unrolled_matmul
 from ._model import Robot
@@ -345,4 +345,5 @@ def articulated_accelerations(
     if not check:
         return qdd
     ok, first, finite = (rec.concat([getattr(sol, f) for sol in solved]) for f in _CHECKED)
-    return _check(robot, qdd, ok, first, finite)
+    # where q or q̇ is not finite the output check names the argument (D_i would be blamed)
+    return _check(robot, qdd, ok | ~finite_state(q, qd), first, finite)

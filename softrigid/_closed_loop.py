@@ -263,7 +263,7 @@ def vector_field(
     @jit
     def evaluate(t: Array, q: Array, qd: Array) -> tuple[Array, Array]:
         qdd = dyn.accel(jnp.asarray(t, q.dtype), q, qd)
-        return check_finite("vector_field", robot, (qd, qdd))
+        return check_finite("vector_field", robot, (qd, qdd), {"q": q, "qd": qd})
 
     def f(t: Array, y: tuple[Array, Array]) -> tuple[Array, Array]:
         if not (isinstance(y, (tuple, list)) and len(y) == 2):

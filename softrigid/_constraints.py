@@ -44,7 +44,13 @@ from jax import Array
 from ._cache import jit
 from ._checks import as_scalar, as_tuple_of, raise_if
 from ._dynamics import DynamicsTerms, terms
-from ._entry import PREFIX, algorithm, check_positive_definite, raise_runtime_errors
+from ._entry import (
+    PREFIX,
+    algorithm,
+    check_positive_definite,
+    finite_state,
+    raise_runtime_errors,
+)
 from ._model import Robot
 from ._module import module, static
 from .kinematics._base import trace_user, user_array
@@ -265,7 +271,7 @@ def constrained_accelerations(
     # M = L Lᵀ,  q̈_f = M⁻¹ (A u − bias)
     lower = jnp.linalg.cholesky(tm.mass_matrix)
     if where is not None:
-        lower = check_positive_definite(where, robot, tm.mass_matrix, lower)
+        lower = check_positive_definite(where, robot, tm.mass_matrix, lower, finite_state(q, qd))
     qdd_free = jax.scipy.linalg.cho_solve((lower, True), tm.actuation @ u - tm.bias)
     a, b = _rows(constraints, t, q, qd, where)
     # D = a L⁻ᵀ  (L Dᵀ = aᵀ)

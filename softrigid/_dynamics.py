@@ -20,7 +20,7 @@ from jax import Array
 from . import _recursion as rec
 from ._articulated import articulated_accelerations, choose_solver
 from ._energy import internal_forces
-from ._entry import algorithm, check_positive_definite
+from ._entry import algorithm, check_positive_definite, finite_state
 from ._loads import external_loads
 from ._model import Robot
 
@@ -249,12 +249,15 @@ def dynamics_terms(
     return terms(robot, q, qd, loads, parts)
 
 
-def solve_accelerations(robot: Robot, t: DynamicsTerms, u: Array, check: bool = True) -> Array:
+def solve_accelerations(
+    robot: Robot, t: DynamicsTerms, u: Array, check: bool = True, given: Array | None = None
+) -> Array:
     """`q̈ = M⁻¹ (A u − bias)` by Cholesky (M is symmetric positive definite: checked at run
-    time with `check`, naming the coordinate where it is not; without, a NaN follows)."""
+    time with `check`, naming the coordinate where it is not, where `given` holds; without,
+    a NaN follows)."""
     factor, lower = jax.scipy.linalg.cho_factor(t.mass_matrix)
     if check:
-        factor = check_positive_definite("forward_dynamics", robot, t.mass_matrix, factor)
+        factor = check_positive_definite("forward_dynamics", robot, t.mass_matrix, factor, given)
     nu = t.actuation @ u if robot.actuators else u
     return jax.scipy.linalg.cho_solve((factor, lower), nu - t.bias)
 
@@ -263,10 +266,11 @@ def solve_accelerations(robot: Robot, t: DynamicsTerms, u: Array, check: bool = 
 def _forward_dynamics(
     robot: Robot, q: Array, qd: Array, u: Array, loads: Any = None, solver: str = "cholesky"
 ) -> Array:
-    # both paths check their factorization at run time (M, or every D_i), naming the coordinate
+    # both paths check their factorization at run time (M, or every D_i), naming the coordinate,
+    # where q and q̇ are finite (else the output check names the argument)
     if solver == "articulated":
         return articulated_accelerations(robot, q, qd, generalized_input(robot, q, u), loads)
-    return solve_accelerations(robot, terms(robot, q, qd, loads), u)
+    return solve_accelerations(robot, terms(robot, q, qd, loads), u, given=finite_state(q, qd))
 
 
 def forward_dynamics(

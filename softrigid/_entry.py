@@ -58,6 +58,7 @@ __all__ = [
     "check_states",
     "describe_coordinate",
     "diagnose",
+    "finite_state",
     "raise_runtime_errors",
     "trial_evaluations",
 ]
@@ -227,12 +228,22 @@ def check_finite(where: str, robot: Robot, out: Any, inputs: dict[str, Any] | No
     return raise_if(out, bad, np.concatenate(index), msgs)
 
 
-def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array) -> Array:
+def finite_state(q: Array, qd: Array) -> Array:
+    """Whether `q` and `q̇` are finite (a scalar): a factorization check stands down where they
+    are not, so that the output check names the argument (inside `jit`, where the public
+    function could not check it, a NaN `q` was reported as a non-finite `M` or `D_i`)."""
+    return jnp.all(jnp.isfinite(q)) & jnp.all(jnp.isfinite(qd))
+
+
+def check_positive_definite(
+    where: str, robot: Robot, mass: Array, factor: Array, given: Array | None = None
+) -> Array:
     """The Cholesky factor of `M` unchanged, with a run-time check that `M` was positive
     definite: its factorization did not fail and no coordinate's own inertia `M_jj` vanishes
     against the largest (`inertialess`). A failed factorization is NaN throughout, so the
     message names the first row of `M` that is not finite (the state or the model produced NaN
-    or inf), else the first coordinate whose own inertia vanishes, else the first bad pivot."""
+    or inf), else the first coordinate whose own inertia vanishes, else the first bad pivot.
+    `given` (`finite_state`): the check fires only where it holds."""
     n = robot.n_q
 
     def failed_pivots(factor: Array) -> Array:
@@ -275,6 +286,8 @@ def check_positive_definite(where: str, robot: Robot, mass: Array, factor: Array
         ),
     )
     failed = jnp.any(failed_pivots(factor)) | jnp.any(inertialess(mass))
+    if given is not None:
+        failed = failed & given
     return raise_if((factor, mass), failed, index, msgs)[0]
 
 

@@ -22,6 +22,9 @@ from softrigid.materials import CosseratRod
 
 LENGTH = 0.3
 VOLUME = quadrature.cylinder(0.03, LENGTH, n_axial=3, n_radial=1, n_angular=3)
+# a run-time check inside the caller's jit: JAX's runtime error, or a ValueError with the same
+# text on a program's cached calls
+RUNTIME_ERRORS = (jax.errors.JaxRuntimeError, ValueError)
 
 
 def _segment(material=None):
@@ -254,23 +257,30 @@ def test_singular_mass_matrix_is_reported():
 
 
 def test_a_non_finite_state_under_jit_is_reported_as_such():
-    # eager calls refuse a NaN state at once; under jit the solvers' checks name what is not
-    # finite instead of calling a NaN mass matrix or articulated inertia "not positive definite"
+    # eager calls refuse a NaN state at once; under jit the output check names it (the
+    # solvers' checks stand down: a NaN q made M or D_i non-finite, and they fired first)
     body = sr.RigidBody(1.0, (0.0, 0.0, -0.2), 1e-3 * jnp.eye(3))
     robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), body)] * 3, gravity=(0, 0, -9.81))
     z, bad = jnp.zeros(3), jnp.array([0.0, jnp.nan, 0.0])
+    for solver in ("cholesky", "articulated"):
+        fd = jax.jit(lambda q, s=solver: sr.forward_dynamics(robot, q, z, z, solver=s))
+        assert np.all(np.isfinite(fd(z)))
+        with pytest.raises(RUNTIME_ERRORS, match="forward_dynamics: the argument q contains"):
+            jax.block_until_ready(fd(bad))
+    # a finite state where the model is not finite: the solvers name what is not finite
+    # instead of calling a NaN mass matrix or articulated inertia "not positive definite"
+    sqrt_arm, two = _robot_with_map(_sqrt_map), jnp.zeros(2)
     messages = {
         "cholesky": r"the mass matrix is not finite in row 0 \(link 0, joint coordinate 0",
         "articulated": r"the articulated inertia D_1 of link 1 is not finite \(link 1, coordinate 1\)",
     }
     for solver, message in messages.items():
-        fd = jax.jit(lambda q, s=solver: sr.forward_dynamics(robot, q, z, z, solver=s))
-        assert np.all(np.isfinite(fd(z)))
-        with pytest.raises((jax.errors.JaxRuntimeError, ValueError), match=message):
-            jax.block_until_ready(fd(bad))
+        fd = jax.jit(lambda q, s=solver: sr.forward_dynamics(sqrt_arm, q, two, two, solver=s))
+        with pytest.raises(RUNTIME_ERRORS, match=message):
+            jax.block_until_ready(fd(two))
     # a NaN input inside jit: the output check names it (its reduction reads the arguments too)
     driven = jax.jit(lambda u: sr.forward_dynamics(robot, z, z, u))
-    with pytest.raises((jax.errors.JaxRuntimeError, ValueError), match=r"the argument u contains"):
+    with pytest.raises(RUNTIME_ERRORS, match=r"the argument u contains"):
         jax.block_until_ready(driven(bad))
 
 

@@ -47,7 +47,7 @@ from ._batching import under_vmap
 from ._body import generalized_inertia
 from ._checks import raise_if
 from ._energy import internal_forces
-from ._entry import NON_FINITE_HINT, PREFIX, describe_coordinate, finite_state
+from ._entry import NON_FINITE_HINT, PREFIX, describe_coordinate
 from ._loads import external_loads
 from ._math import fused_matmul, rmatvec, skew, unrolled_matmul
 from ._model import Robot
@@ -171,35 +171,16 @@ def _inward(n_joint: int, mm: Products, carry: tuple[Array, Array], x: _Links) -
     return (mm(mm(xt.T, ia), xt), mm(xt.T, mm(ia, x.c) + pa)), packed
 
 
-class _Solved(NamedTuple):
-    """A group's inward-pass solves, per link: `D⁻¹ Uᵀ (size, n, 6)`, `D⁻¹ u (size, n)`, and
-    the check's inputs: `D` positive definite, its first failing pivot (the link's coordinate
-    that nothing moves with, given the ones before it), `D` finite (`(size,)` each)."""
-
-    dinv_ut: Array
-    dinv_u: Array
-    ok: Array
-    first: Array
-    finite: Array
-
-
-# the fields `_check` reads, per link
-_CHECKED = ("ok", "first", "finite")
-
-
-def _unpack(n: int, packed: Array) -> _Solved:
-    """`_Solved` from the inward pass's rows `(size, 8 n + 1)` of a group of links with `n`
-    coordinates."""
-    size = packed.shape[0]
-    sol = packed[:, : 7 * n].reshape(size, n, 7)
+def _unpack(n: int, packed: Array) -> tuple[Array, Array, Array, Array]:
+    """`(D⁻¹ Uᵀ (size, n, 6), D⁻¹ u (size, n), D positive definite (size,), D finite (size,))`
+    from the inward pass's rows `(size, 8 n + 1)` of a group of links with `n` coordinates."""
+    sol = packed[:, : 7 * n].reshape(packed.shape[0], n, 7)
     pivots = packed[:, 7 * n : 8 * n]
     # positive, and not vanishing against the link's largest (1e-7: D singular to rounding,
     # e.g. a rotation vector at |φ| = 2π, where D has eigenvalues of 1e-35 beside 1e-2)
     largest = jnp.max(pivots, axis=1, keepdims=True, initial=0.0)
-    good = jnp.isfinite(pivots) & (pivots > 0) & (pivots > 1e-7 * largest)
-    first = jnp.argmax(~good, axis=1) if n else jnp.zeros(size, int)
-    ok = jnp.all(good, axis=1)
-    return _Solved(sol[:, :, :6], sol[:, :, 6], ok, first, packed[:, 8 * n] > 0)
+    ok = jnp.all(jnp.isfinite(pivots) & (pivots > 0) & (pivots > 1e-7 * largest), axis=1)
+    return sol[:, :, :6], sol[:, :, 6], ok, packed[:, 8 * n] > 0
 
 
 def _outward(mm: Products, acc: Array, x: tuple[Array, ...]) -> tuple[Array, Array]:
@@ -279,40 +260,26 @@ def choose_solver(where: str, robot: Robot, solver: str) -> str:
     return solver
 
 
-def _check(robot: Robot, qdd: Array, ok: Array, first: Array, finite: Array) -> Array:
-    """`q̈` unchanged, with a run-time check that every `D_i` was positive definite (naming
-    the coordinate of its first failing pivot); a `D_i` that is not finite (the state or the
-    model produced NaN or inf) is reported as such."""
-    # per link i: one message per coordinate (D_i singular there), then one for D_i not
-    # finite; the largest index among the failing links is the most distal one (the inward
-    # pass runs tip to base and a singular or non-finite D_i spoils every D_j, j < i: the
-    # distal one is the cause)
-    msgs: list[str] = []
-    start, sizes = [], []
-    for i, sl in enumerate(robot.q_slices()):
-        start.append(len(msgs))
-        sizes.append(sl.stop - sl.start)
-        msgs += [
+def _check(robot: Robot, qdd: Array, ok: Array, finite: Array) -> Array:
+    """`q̈` unchanged, with a run-time check that every `D_i` was positive definite; a `D_i`
+    that is not finite (the state or the model produced NaN or inf) is reported as such."""
+    slices = robot.q_slices()
+    # message 2i: D_i singular, 2i + 1: D_i not finite; the largest index among the failing
+    # links is the most distal one (the inward pass runs tip to base and a singular or
+    # non-finite D_i spoils every D_j, j < i: the distal one is the cause)
+    msgs: tuple[str, ...] = ()
+    for i, sl in enumerate(slices):
+        coordinate = describe_coordinate(robot, sl.start) if sl.stop > sl.start else ""
+        msgs += (
             f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not "
-            f"positive definite at coordinate {j} ({describe_coordinate(robot, j)}): nothing "
-            "in the model moves with it, given the link's coordinates before it (e.g. a map "
-            "through stop_gradient or that ignores q, a massless body, a rotation vector at "
-            "|φ| = 2π: simulate re-charts it)."
-            for j in range(sl.start, sl.stop)
-        ]
-        where = (
-            f" (link {i}, coordinate {sl.start})"
-            if sl.stop == sl.start + 1
-            else f" (link {i}, coordinates {sl.start}…{sl.stop - 1})"
-            if sl.stop > sl.start
-            else ""
+            f"positive definite ({coordinate} or another coordinate of the link): nothing in "
+            "the model moves with it (e.g. a map through stop_gradient or that ignores q, a "
+            "massless body, a rotation vector at |φ| = 2π: simulate re-charts it).",
+            f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not finite "
+            f"({coordinate} or another coordinate of the link).{NON_FINITE_HINT}",
         )
-        msgs.append(
-            f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not finite"
-            f"{where}.{NON_FINITE_HINT}"
-        )
-    index = jnp.asarray(start) + jnp.where(finite, first, jnp.asarray(sizes))
-    return raise_if(qdd, ~ok, index, tuple(msgs))
+    index = 2 * jnp.arange(ok.shape[0]) + ~finite
+    return raise_if(qdd, ~ok, index, msgs)
 
 
 def articulated_accelerations(
@@ -336,14 +303,12 @@ def articulated_accelerations(
         carry, packed = jax.lax.scan(step, carry, links[k], reverse=True)
         solved[k] = _unpack(groups[k].n, packed)
     acc = jnp.concatenate([-robot.gravity.astype(dtype), jnp.zeros(3, dtype)])
-    parts = []
-    for lk, sol, mm in zip(links, solved, mms):
-        xs = (lk.rot, lk.trans, lk.phi, lk.c, sol.dinv_ut.astype(dtype), sol.dinv_u.astype(dtype))
+    parts, ok, finite = [], [], []
+    for lk, (dinv_ut, dinv_u, good, fin), mm in zip(links, solved, mms):
+        xs = (lk.rot, lk.trans, lk.phi, lk.c, dinv_ut.astype(dtype), dinv_u.astype(dtype))
         acc, qdd = jax.lax.scan(functools.partial(_outward, mm), acc, xs)
         parts.append(qdd.reshape(-1))
+        ok.append(good)
+        finite.append(fin)
     qdd = rec.concat(parts)
-    if not check:
-        return qdd
-    ok, first, finite = (rec.concat([getattr(sol, f) for sol in solved]) for f in _CHECKED)
-    # where q or q̇ is not finite the output check names the argument (D_i would be blamed)
-    return _check(robot, qdd, ok | ~finite_state(q, qd), first, finite)
+    return _check(robot, qdd, rec.concat(ok), rec.concat(finite)) if check else qdd

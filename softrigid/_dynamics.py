@@ -20,7 +20,7 @@ from jax import Array
 from . import _recursion as rec
 from ._articulated import articulated_accelerations, choose_solver
 from ._energy import internal_forces
-from ._entry import algorithm, check_positive_definite, finite_state
+from ._entry import algorithm, check_positive_definite
 from ._loads import external_loads
 from ._model import Robot
 
@@ -250,14 +250,18 @@ def dynamics_terms(
 
 
 def solve_accelerations(
-    robot: Robot, t: DynamicsTerms, u: Array, check: bool = True, given: Array | None = None
+    robot: Robot,
+    t: DynamicsTerms,
+    u: Array,
+    check: bool = True,
+    state: tuple[Array, Array] | None = None,
 ) -> Array:
     """`q̈ = M⁻¹ (A u − bias)` by Cholesky (M is symmetric positive definite: checked at run
-    time with `check`, naming the coordinate where it is not, where `given` holds; without,
-    a NaN follows)."""
+    time with `check`, naming the coordinate where it is not, or the argument of the `state`
+    `(q, q̇)` that is not finite; without, a NaN follows)."""
     factor, lower = jax.scipy.linalg.cho_factor(t.mass_matrix)
     if check:
-        factor = check_positive_definite("forward_dynamics", robot, t.mass_matrix, factor, given)
+        factor = check_positive_definite("forward_dynamics", robot, t.mass_matrix, factor, state)
     nu = t.actuation @ u if robot.actuators else u
     return jax.scipy.linalg.cho_solve((factor, lower), nu - t.bias)
 
@@ -267,10 +271,10 @@ def _forward_dynamics(
     robot: Robot, q: Array, qd: Array, u: Array, loads: Any = None, solver: str = "cholesky"
 ) -> Array:
     # both paths check their factorization at run time (M, or every D_i), naming the coordinate,
-    # where q and q̇ are finite (else the output check names the argument)
+    # or the argument q or q̇ where it is not finite
     if solver == "articulated":
         return articulated_accelerations(robot, q, qd, generalized_input(robot, q, u), loads)
-    return solve_accelerations(robot, terms(robot, q, qd, loads), u, given=finite_state(q, qd))
+    return solve_accelerations(robot, terms(robot, q, qd, loads), u, state=(q, qd))
 
 
 def forward_dynamics(

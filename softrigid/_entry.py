@@ -58,7 +58,6 @@ __all__ = [
     "check_states",
     "describe_coordinate",
     "diagnose",
-    "finite_state",
     "raise_runtime_errors",
     "trial_evaluations",
 ]
@@ -228,22 +227,17 @@ def check_finite(where: str, robot: Robot, out: Any, inputs: dict[str, Any] | No
     return raise_if(out, bad, np.concatenate(index), msgs)
 
 
-def finite_state(q: Array, qd: Array) -> Array:
-    """Whether `q` and `q̇` are finite (a scalar): a factorization check stands down where they
-    are not, so that the output check names the argument (inside `jit`, where the public
-    function could not check it, a NaN `q` was reported as a non-finite `M` or `D_i`)."""
-    return jnp.all(jnp.isfinite(q)) & jnp.all(jnp.isfinite(qd))
-
-
 def check_positive_definite(
-    where: str, robot: Robot, mass: Array, factor: Array, given: Array | None = None
+    where: str, robot: Robot, mass: Array, factor: Array, state: tuple[Array, Array] | None = None
 ) -> Array:
     """The Cholesky factor of `M` unchanged, with a run-time check that `M` was positive
     definite: its factorization did not fail and no coordinate's own inertia `M_jj` vanishes
     against the largest (`inertialess`). A failed factorization is NaN throughout, so the
     message names the first row of `M` that is not finite (the state or the model produced NaN
-    or inf), else the first coordinate whose own inertia vanishes, else the first bad pivot.
-    `given` (`finite_state`): the check fires only where it holds."""
+    or inf), else the first coordinate whose own inertia vanishes, else the first bad pivot;
+    first of all, given the `state` `(q, q̇)`, the argument that is not finite (inside `jit`,
+    where the public function could not check it, a NaN `q` was reported as a non-finite `M`;
+    read only when the check fires)."""
     n = robot.n_q
 
     def failed_pivots(factor: Array) -> Array:
@@ -261,15 +255,18 @@ def check_positive_definite(
         diag = jnp.diagonal(mass)
         return ~(diag > 1e-24 * jnp.max(jnp.abs(diag)))
 
-    def index(checked: tuple[Array, Array]) -> Array:
+    def index(checked: tuple[Array, ...]) -> Array:
         """The message's index, computed only when the check fires (from the checked value
         alone: a lazy index may not close over traced values)."""
-        factor, mass = checked
+        factor, mass, *given = checked
         failed = failed_pivots(factor)
         non_finite = ~jnp.all(jnp.isfinite(mass), axis=1)
         none = inertialess(mass)
         bad = jnp.where(jnp.any(none), none, failed)
-        return jnp.where(jnp.any(non_finite), n + jnp.argmax(non_finite), jnp.argmax(bad))
+        found = jnp.where(jnp.any(non_finite), n + jnp.argmax(non_finite), jnp.argmax(bad))
+        for k, x in enumerate(given):  # the argument q, then q̇
+            found = jnp.where(jnp.all(jnp.isfinite(x)), found, 2 * n + k)
+        return found
 
     msgs = (
         *(
@@ -284,11 +281,13 @@ def check_positive_definite(
             f"({describe_coordinate(robot, j)}).{NON_FINITE_HINT}"
             for j in range(n)
         ),
+        *(
+            f"{PREFIX}{where}: the argument {k} contains non-finite values (NaN or inf)."
+            for k in ("q", "qd")
+        ),
     )
     failed = jnp.any(failed_pivots(factor)) | jnp.any(inertialess(mass))
-    if given is not None:
-        failed = failed & given
-    return raise_if((factor, mass), failed, index, msgs)[0]
+    return raise_if((factor, mass, *(state or ())), failed, index, msgs)[0]
 
 
 def _finite_tree(x: Any) -> Array:

@@ -44,12 +44,7 @@ from jax import Array
 from ._cache import jit
 from ._checks import as_scalar, as_tuple_of, raise_if
 from ._dynamics import DynamicsTerms, terms
-from ._entry import (
-    PREFIX,
-    algorithm,
-    check_positive_definite,
-    raise_runtime_errors,
-)
+from ._entry import PREFIX, algorithm, check_positive_definite, raise_runtime_errors
 from ._model import Robot
 from ._module import module, static
 from .kinematics._base import trace_user, user_array

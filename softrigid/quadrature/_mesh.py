@@ -174,8 +174,9 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
     `.node`/`.ele`, …) or takes a `meshio.Mesh`. Its `tetra` (linear) and `tetra10` (quadratic,
     VTK node order, isoparametric) blocks are the volume; surface and line cells (triangles,
     quads, lines, points) are ignored, and other volume cells (hexahedra, wedges, pyramids,
-    higher-order tetrahedra) are refused rather than left out of the volume. Coordinates are the body's material coordinates (softrigid's
-    convention: axis `x3 ∈ [0, L]`, section centred).
+    higher-order tetrahedra) are refused rather than left out of the volume. Coordinates are
+    the body's material coordinates (softrigid's convention: axis `x3 ∈ [0, L]`, section
+    centred).
 
     Each element gets the `degree` tetrahedral rule (`tetrahedron_rule`), so a polynomial of
     that degree (in the element's reference coordinates) is integrated exactly: for linear

@@ -307,7 +307,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"balloon {label}: RK4, dt = {DT * 1e3:g} ms, {args.t_final:g} s")
         s = run(args.t_final, args.out, damped, progress=True)
         print(
-            f"  {s['wall']:.2f} s wall including compilation; centre of mass drift "
+            f"  simulated to t = {s['t_final']:g} s (whole steps of {DT * 1e3:g} ms); "
+            f"{s['wall']:.2f} s wall including compilation; centre of mass drift "
             f"{s['com_drift']:.2e} m; energy |E − E(0)| ≤ {s['energy_drift']:.2e} J "
             f"(kinetic energy up to {s['energy_scale']:.4g} J)"
         )

@@ -60,3 +60,11 @@ def test_scaling_figure_redraws_from_the_records(example, measured, tmp_path):
     assert again["load_average_1min"] is None
     assert again["wall_s"] < summary["wall_s"]
     assert (tmp_path / "scaling.png").read_bytes()[:8] == PNG
+    assert again["el_max_build_s"] == 0.01  # the measuring run's limit, from its records
+    # records whose baseline never stopped do not know their limit: the option's value was
+    # written as if it had been used
+    lines = (out / "results.jsonl").read_text().splitlines()
+    kept = tmp_path / "unstopped.jsonl"
+    kept.write_text("".join(f"{x}\n" for x in lines if "euler_lagrange_stopped" not in x))
+    unstopped = example.run(["--from", str(kept), "--out", str(tmp_path), "--el-max-build", "5"])
+    assert unstopped["el_max_build_s"] is None

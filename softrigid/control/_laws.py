@@ -241,7 +241,9 @@ class Phases(Controller):
     The switch is `lax.switch` (under `vmap` over `t` every phase is evaluated and selected).
 
     Args:
-        times: `(K,)` strictly increasing switching times (traced).
+        times: `(K,)` strictly increasing switching times (traced: they may be arguments of
+            a jitted or vmapped function; their derivative is zero, the inputs jump at them,
+            so a fixed-step run's result is piecewise constant in them).
         controllers: `K + 1` controllers.
     """
 

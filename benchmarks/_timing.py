@@ -7,6 +7,7 @@ JAX is imported inside the helpers, not here, so that a script can call `pin_cor
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -41,10 +42,16 @@ def load_example(name: str) -> ModuleType:
     return example
 
 
+@functools.cache
+def _cli() -> ModuleType:
+    """`examples/_cli.py`, loaded once (not at import: most scripts never parse a count)."""
+    return load_example("_cli")
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer ≥ 1 (sizes, state counts, chunks); the examples' own
     (`examples/_cli.py`)."""
-    return load_example("_cli").positive_int(text)
+    return _cli().positive_int(text)
 
 
 def early_int(option: str, default: int) -> int:

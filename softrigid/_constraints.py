@@ -265,7 +265,7 @@ def constrained_accelerations(
     # M = L Lᵀ,  q̈_f = M⁻¹ (A u − bias)
     lower = jnp.linalg.cholesky(tm.mass_matrix)
     if where is not None:
-        lower = check_positive_definite(where, robot, tm.mass_matrix, lower, (q, qd))
+        lower = check_positive_definite(where, robot, tm.mass_matrix, lower, q)
     qdd_free = jax.scipy.linalg.cho_solve((lower, True), tm.actuation @ u - tm.bias)
     a, b = _rows(constraints, t, q, qd, where)
     # D = a L⁻ᵀ  (L Dᵀ = aᵀ)

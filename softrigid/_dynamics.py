@@ -254,14 +254,14 @@ def solve_accelerations(
     t: DynamicsTerms,
     u: Array,
     check: bool = True,
-    state: tuple[Array, Array] | None = None,
+    q: Array | None = None,
 ) -> Array:
     """`q̈ = M⁻¹ (A u − bias)` by Cholesky (M is symmetric positive definite: checked at run
-    time with `check`, naming the coordinate where it is not, or the argument of the `state`
-    `(q, q̇)` that is not finite; without, a NaN follows)."""
+    time with `check`, naming the coordinate where it is not, or the argument `q` where it is
+    not finite; without, a NaN follows)."""
     factor, lower = jax.scipy.linalg.cho_factor(t.mass_matrix)
     if check:
-        factor = check_positive_definite("forward_dynamics", robot, t.mass_matrix, factor, state)
+        factor = check_positive_definite("forward_dynamics", robot, t.mass_matrix, factor, q)
     nu = t.actuation @ u if robot.actuators else u
     return jax.scipy.linalg.cho_solve((factor, lower), nu - t.bias)
 
@@ -270,11 +270,11 @@ def solve_accelerations(
 def _forward_dynamics(
     robot: Robot, q: Array, qd: Array, u: Array, loads: Any = None, solver: str = "cholesky"
 ) -> Array:
-    # both paths check their factorization at run time (M, or every D_i), naming the coordinate,
-    # or the argument q or q̇ where it is not finite
+    # both paths check their factorization at run time (M, or every D_i), naming the coordinate
+    # (the Cholesky path the argument q where it is not finite)
     if solver == "articulated":
         return articulated_accelerations(robot, q, qd, generalized_input(robot, q, u), loads)
-    return solve_accelerations(robot, terms(robot, q, qd, loads), u, state=(q, qd))
+    return solve_accelerations(robot, terms(robot, q, qd, loads), u, q=q)
 
 
 def forward_dynamics(

@@ -228,16 +228,16 @@ def check_finite(where: str, robot: Robot, out: Any, inputs: dict[str, Any] | No
 
 
 def check_positive_definite(
-    where: str, robot: Robot, mass: Array, factor: Array, state: tuple[Array, Array] | None = None
+    where: str, robot: Robot, mass: Array, factor: Array, q: Array | None = None
 ) -> Array:
     """The Cholesky factor of `M` unchanged, with a run-time check that `M` was positive
     definite: its factorization did not fail and no coordinate's own inertia `M_jj` vanishes
     against the largest (`inertialess`). A failed factorization is NaN throughout, so the
     message names the first row of `M` that is not finite (the state or the model produced NaN
     or inf), else the first coordinate whose own inertia vanishes, else the first bad pivot;
-    first of all, given the `state` `(q, q̇)`, the argument that is not finite (inside `jit`,
-    where the public function could not check it, a NaN `q` was reported as a non-finite `M`;
-    read only when the check fires)."""
+    first of all, given the configuration `q` (what `M` depends on), the argument `q` where it
+    is not finite (inside `jit`, where the public function could not check it, a NaN `q` was
+    reported as a non-finite `M`; read only when the check fires)."""
     n = robot.n_q
 
     def failed_pivots(factor: Array) -> Array:
@@ -264,9 +264,7 @@ def check_positive_definite(
         none = inertialess(mass)
         bad = jnp.where(jnp.any(none), none, failed)
         found = jnp.where(jnp.any(non_finite), n + jnp.argmax(non_finite), jnp.argmax(bad))
-        for k, x in enumerate(given):  # the argument q, then q̇
-            found = jnp.where(jnp.all(jnp.isfinite(x)), found, 2 * n + k)
-        return found
+        return jnp.where(jnp.all(jnp.isfinite(given[0])), found, 2 * n) if given else found
 
     msgs = (
         *(
@@ -281,13 +279,11 @@ def check_positive_definite(
             f"({describe_coordinate(robot, j)}).{NON_FINITE_HINT}"
             for j in range(n)
         ),
-        *(
-            f"{PREFIX}{where}: the argument {k} contains non-finite values (NaN or inf)."
-            for k in ("q", "qd")
-        ),
+        f"{PREFIX}{where}: the argument q contains non-finite values (NaN or inf).",
     )
     failed = jnp.any(failed_pivots(factor)) | jnp.any(inertialess(mass))
-    return raise_if((factor, mass, *(state or ())), failed, index, msgs)[0]
+    checked = (factor, mass) if q is None else (factor, mass, q)
+    return raise_if(checked, failed, index, msgs)[0]
 
 
 def _finite_tree(x: Any) -> Array:

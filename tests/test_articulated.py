@@ -203,26 +203,21 @@ def test_batched_with_a_link_without_coordinates():
     np.testing.assert_allclose(fd("articulated")(q, qd, u), ref, rtol=0, atol=1e-12)
 
 
-def _arm_with_map(kinematics, n_q):
-    """A revolute rigid link, then a soft body of the map `kinematics` with `n_q` coordinates."""
-    body = sr.SoftBody(
-        kinematics,
-        VOLUME,
-        density=1000.0,
-        n_q=n_q,
-        pivot=(0.0, 0.0, LENGTH),
-        contact_points=((0.02, 0.0, LENGTH), (0.0, 0.02, LENGTH)),
-    )
-    rigid = sr.RigidBody(1.0, (0.0, 0.0, 0.0), 1e-3 * jnp.eye(3))
-    return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid), sr.Link(joints.Fixed(), body)])
-
-
 def _frozen_robot():
     # a body map through stop_gradient: its coordinate has no inertia (D_1 = 0)
     def frozen(x, q):
         return x + jax.lax.stop_gradient(q[0]) * jnp.array([x[2], 0.0, 0.0])
 
-    return _arm_with_map(frozen, 1)
+    body = sr.SoftBody(
+        frozen,
+        VOLUME,
+        density=1000.0,
+        n_q=1,
+        pivot=(0.0, 0.0, LENGTH),
+        contact_points=((0.02, 0.0, LENGTH), (0.0, 0.02, LENGTH)),
+    )
+    rigid = sr.RigidBody(1.0, (0.0, 0.0, 0.0), 1e-3 * jnp.eye(3))
+    return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid), sr.Link(joints.Fixed(), body)])
 
 
 def test_singular_articulated_inertia_is_reported():

@@ -281,6 +281,23 @@ def test_branched_tree_needs_a_tip_and_warns_about_dropped_links():
     with pytest.warns(UserWarning, match=r"dropped: \['c'\]"):
         chain = urdf.chain(text, tip="d")
     assert chain.joint_names == ["ab", "bd"]
+    # a base below the root: the links above it are named too (they were dropped silently)
+    with pytest.warns(
+        UserWarning, match=r"'b' → 'c': links off the chain are dropped: \['d', 'a'\]"
+    ):
+        assert urdf.chain(text, base="b", tip="c").joint_names == ["bc"]
+
+
+def test_a_default_xml_namespace_is_read_as_plain_urdf():
+    # `<robot xmlns="...">` prefixes every tag; urdfdom and Pinocchio read it (refused before)
+    plain = _robot_xml(
+        f'<link name="b">{_INERTIAL}</link>' + _joint_xml("ab", "revolute", "a", "b")
+    )
+    spaced = plain.replace('<robot name="r">', '<robot name="r" xmlns="http://www.ros.org">')
+    a, b = urdf.load(plain), urdf.load(spaced)
+    q = jnp.array([0.4])
+    assert np.array_equal(sr.mass_matrix(a, q), sr.mass_matrix(b, q))
+    assert np.array_equal(sr.gravity_force(a, q), sr.gravity_force(b, q))
 
 
 def test_mimic_joint_keeps_its_coordinate_with_a_warning():
@@ -338,7 +355,10 @@ def test_invalid_urdf_raise_clear_errors(tmp_path):
         urdf.load(_robot_xml(ok_link + _joint_xml("j", "ball", "a", "b")))
     with pytest.raises(ValueError, match="link 'b' has no mass.*joint 'j' is revolute"):
         urdf.load(_robot_xml('<link name="b"/>' + _joint_xml("j", "revolute", "a", "b")))
-    with pytest.raises(ValueError, match="joint 'j': Revolute: axis must be a finite non-zero"):
+    with pytest.raises(
+        ValueError,
+        match="joint 'j': Revolute: axis must be a finite non-zero vector \(norm ≥ 1e-12\)",
+    ):
         urdf.load(
             _robot_xml(ok_link + _joint_xml("j", "revolute", "a", "b", '<axis xyz="0 0 0"/>'))
         )
@@ -393,6 +413,9 @@ def test_cycles_and_bad_sources_are_named():
         urdf.load(b"\xff" + text.encode())
     with pytest.raises(IsADirectoryError, match="is a directory, not a URDF file"):
         urdf.load(ARM.parent)
+    for empty in ("", " \n", b""):  # Path("") is the current folder
+        with pytest.raises(ValueError, match="urdf: the source is empty"):
+            urdf.load(empty)
     with pytest.raises(TypeError, match=r"urdf: tip must be a link name \(a string\)"):
         urdf.load(text, tip=["b"])
     with pytest.raises(TypeError, match="urdf: floating_base must be True or False, got 'no'"):

@@ -29,11 +29,11 @@ def unit_axis(name: str, axis: Any) -> Array:
         scale = float(np.max(np.abs(a)))
         scaled = a / scale if np.all(np.isfinite(a)) and scale > 0 else None
         if scaled is None or np.linalg.norm(scaled) * scale < 1e-12:
-            raise ValueError(f"{name} must be a finite non-zero vector, got {a}")
+            raise ValueError(f"{name} must be a finite non-zero vector (norm ≥ 1e-12), got {a}")
         return as_float(scaled / np.linalg.norm(scaled))
     scale = jnp.max(jnp.abs(arr))
     bad = ~jnp.all(jnp.isfinite(arr)) | ~(scale * jnp.linalg.norm(arr / scale) >= 1e-12)
-    arr = traced_check(arr, bad, f"{name} must be a finite non-zero vector")
+    arr = traced_check(arr, bad, f"{name} must be a finite non-zero vector (norm ≥ 1e-12)")
     return arr / scale / jnp.linalg.norm(arr / scale)
 
 

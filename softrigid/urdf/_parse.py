@@ -192,6 +192,8 @@ def _read(source: str | bytes | os.PathLike) -> ET.Element:
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"urdf: expected a file path or the XML text, got {type(source).__name__}")
     try:
+        if isinstance(source, str) and not source.strip("\ufeff \t\r\n"):
+            raise ValueError("urdf: the source is empty; give a URDF file path or its XML text")
         if isinstance(source, str) and source.lstrip("\ufeff \t\r\n").startswith("<"):
             root = ET.fromstring(source.lstrip("\ufeff"))
         else:
@@ -203,6 +205,13 @@ def _read(source: str | bytes | os.PathLike) -> ET.Element:
             root = ET.parse(path).getroot()
     except ET.ParseError as err:
         raise ValueError(f"urdf: malformed XML: {err}") from None
+    if root.tag.startswith("{") and root.tag.endswith("}robot"):
+        # a default namespace (`<robot xmlns="...">`) prefixes every tag: URDF's tags are its
+        # own, so read them without it (as urdfdom and Pinocchio do)
+        namespace = root.tag[: -len("robot")]
+        for elem in root.iter():
+            if isinstance(elem.tag, str) and elem.tag.startswith(namespace):
+                elem.tag = elem.tag[len(namespace) :]
     if root.tag != "robot":
         raise ValueError(f"urdf: the root element must be <robot>, got <{root.tag}>")
     return root
@@ -307,6 +316,8 @@ def _path(by_child: dict[str, _Joint], links: Sequence[str], base: str, tip: str
             if child not in on_chain:
                 dropped.append(child)
             stack.append(child)
+    # links above or beside a base that is not the root are dropped too
+    dropped += [name for name in links if name not in on_chain and name not in dropped]
     if dropped:
         warnings.warn(
             f"urdf: chain {base!r} → {tip!r}: links off the chain are dropped: {dropped}",

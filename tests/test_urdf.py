@@ -357,7 +357,7 @@ def test_invalid_urdf_raise_clear_errors(tmp_path):
         urdf.load(_robot_xml('<link name="b"/>' + _joint_xml("j", "revolute", "a", "b")))
     with pytest.raises(
         ValueError,
-        match="joint 'j': Revolute: axis must be a finite non-zero vector \(norm ≥ 1e-12\)",
+        match=r"joint 'j': Revolute: axis must be a finite non-zero vector \(norm ≥ 1e-12\)",
     ):
         urdf.load(
             _robot_xml(ok_link + _joint_xml("j", "revolute", "a", "b", '<axis xyz="0 0 0"/>'))

@@ -35,7 +35,7 @@ from ._checks import as_flag, check_finite
 from ._closed_loop import closed_loop
 from ._constraints import Constraint, check_constraints, check_constraints_at
 from ._controller import Controller
-from ._entry import check_robot, check_states, raise_runtime_errors
+from ._entry import check_robot, check_states, raise_runtime_errors, trial_evaluations
 from ._integrators import (
     RK4,
     GeneralizedAlpha,
@@ -131,44 +131,48 @@ def _run(
     progress: bool,
     solver: str,
 ) -> tuple[Trajectory, Array]:
-    dyn = closed_loop(robot, loads, policy, controller, constraints, solver)
-    charts = has_charts(robot)
-    every = max(1, n_steps // _REPORTS)
+    # the public functions a controller, policy or constraint calls run without their own
+    # run-time checks here (`trial_evaluations`): a run that diverges reaches them with a
+    # non-finite state, and `check_run` / `raise_failed_step` name the step instead
+    with trial_evaluations():
+        dyn = closed_loop(robot, loads, policy, controller, constraints, solver)
+        charts = has_charts(robot)
+        every = max(1, n_steps // _REPORTS)
 
-    def body(carry: tuple[Any, Array], k: Array) -> Any:
-        state, u_held = carry
-        t = k * dt
+        def body(carry: tuple[Any, Array], k: Array) -> Any:
+            state, u_held = carry
+            t = k * dt
+            if progress:
+                jax.lax.cond(
+                    k % every == 0,
+                    lambda: jax.debug.callback(_Progress.report, k, n_steps, dt),
+                    lambda: None,
+                )
+            stage = dyn
+            if period is not None:
+                # zero-order hold: sample u every `period` steps, hold it in between
+                u_held = jax.lax.cond(
+                    k % period == 0, lambda: dyn.inputs(t, state.q, state.qd), lambda: u_held
+                )
+                stage = dyn.hold(u_held)
+            new, ok, u = scheme.step(stage, t, state, dt)
+            if charts:
+                new = _rechart(robot, new, scheme.implicit)
+            return (new, u_held), (new.q, new.qd, ok, u)
+
+        state0 = scheme.init(dyn, jnp.zeros((), q0.dtype), q0, qd0)
+        u0 = jnp.zeros(robot.n_u, q0.dtype)
+        steps = jnp.arange(n_steps)
+        (_, u_last), (qs, qds, ok, us) = jax.lax.scan(body, (state0, u0), steps)
+        t = dt * jnp.arange(n_steps + 1, dtype=q0.dtype)
+        q = jnp.concatenate([q0[None], qs])
+        qd = jnp.concatenate([qd0[None], qds])
+        # the steps gave u at their start; the last time's: a new sample, or the one held
+        sampled = period is None or n_steps % period == 0
+        last = dyn.inputs(t[-1], q[-1], qd[-1]) if sampled else u_last
+        u = jnp.concatenate([us, last[None]])
         if progress:
-            jax.lax.cond(
-                k % every == 0,
-                lambda: jax.debug.callback(_Progress.report, k, n_steps, dt),
-                lambda: None,
-            )
-        stage = dyn
-        if period is not None:
-            # zero-order hold: sample u every `period` steps, hold it in between
-            u_held = jax.lax.cond(
-                k % period == 0, lambda: dyn.inputs(t, state.q, state.qd), lambda: u_held
-            )
-            stage = dyn.hold(u_held)
-        new, ok, u = scheme.step(stage, t, state, dt)
-        if charts:
-            new = _rechart(robot, new, scheme.implicit)
-        return (new, u_held), (new.q, new.qd, ok, u)
-
-    state0 = scheme.init(dyn, jnp.zeros((), q0.dtype), q0, qd0)
-    u0 = jnp.zeros(robot.n_u, q0.dtype)
-    steps = jnp.arange(n_steps)
-    (_, u_last), (qs, qds, ok, us) = jax.lax.scan(body, (state0, u0), steps)
-    t = dt * jnp.arange(n_steps + 1, dtype=q0.dtype)
-    q = jnp.concatenate([q0[None], qs])
-    qd = jnp.concatenate([qd0[None], qds])
-    # the steps gave u at their start; the last time's: a new sample, or the one held
-    sampled = period is None or n_steps % period == 0
-    last = dyn.inputs(t[-1], q[-1], qd[-1]) if sampled else u_last
-    u = jnp.concatenate([us, last[None]])
-    if progress:
-        jax.debug.callback(_Progress.report, n_steps, n_steps, dt, qs[-1])
+            jax.debug.callback(_Progress.report, n_steps, n_steps, dt, qs[-1])
     if check:
         q = check_run(q, qds, ok, n_steps, scheme.name, scheme.implicit)
     return Trajectory(t, q, qd, u), ok

@@ -257,3 +257,28 @@ def test_bad_constraints_are_named(unicycle):
             unicycle, q, qd, 0.1, 0.01, method="implicit_euler",
             constraints=constraints.Nonholonomic(_rolling),
         )  # fmt: skip
+
+
+def test_a_diverging_run_names_its_step_when_the_constraint_calls_softrigid():
+    # φ through sr.forward_kinematics: once the run diverged, the public function's own check
+    # of its argument fired first ("forward_kinematics: the argument q contains non-finite
+    # values", no time, no step); simulate's report names the step, eagerly and under jit
+    def rod():
+        inertia = np.diag([1e-4, 0.0075, 0.0075])
+        return sr.RigidBody(1.0, (0.15, 0, 0), inertia, distal=(np.eye(3), (0.3, 0, 0)))
+
+    robot = sr.Robot([sr.Link(joints.Revolute((0, 1.0, 0)), rod()) for _ in range(2)])
+    # the tip held 0.7 m from the base by a 0.6 m arm: the run blows up once the arm is straight
+    reach = constraints.Holonomic(
+        lambda q: sr.forward_kinematics(robot, q)[1][-1, ::2] - jnp.array([0.7, 0.0]),
+        alpha=10.0,
+        beta=10.0,
+    )
+    q0 = jnp.array([0.3, -0.4])
+    with pytest.raises(ValueError, match=r"simulate: the state became non-finite at t = 0\.059 s"):
+        sr.simulate(robot, q0, jnp.zeros(2), 0.1, 1e-3, constraints=reach)
+    run = jax.jit(lambda q: sr.simulate(robot, q, jnp.zeros(2), 0.1, 1e-3, constraints=reach).q)
+    with pytest.raises(
+        Exception, match=r"the state became non-finite between step 59 and step 60 "
+    ):
+        jax.block_until_ready(run(q0))

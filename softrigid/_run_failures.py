@@ -54,12 +54,16 @@ def growth_scale(*start: np.ndarray) -> float:
     return max(1.0, *(float(np.max(np.abs(x))) for x in start))
 
 
-def check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str, implicit: bool) -> Array:
+def check_run(
+    q: Array, qds: Array, us: Array, ok: Array, n_steps: int, method: str, implicit: bool
+) -> Array:
     """`q` with a run-time check (also under `jit`/`vmap`) that every step converged and the run
     stayed finite; the message brackets the time of the first failure within one of `WINDOWS`
-    equal windows."""
+    equal windows and says whether the controller's inputs `us` (`(n_steps, n_u)`, those of
+    each step's start) were not finite there (no smaller `dt` helps) or the state diverged."""
     diverged = ~(jnp.all(jnp.isfinite(q[1:]), 1) & jnp.all(jnp.isfinite(qds), 1))
-    bad = diverged | ~ok
+    bad_u = ~jnp.all(jnp.isfinite(us), 1)
+    bad = diverged | ~ok | bad_u
     windows = min(WINDOWS, n_steps)
     edges = np.linspace(0, n_steps, windows + 1).round().astype(int)
     spans = [
@@ -67,13 +71,16 @@ def check_run(q: Array, qds: Array, ok: Array, n_steps: int, method: str, implic
         + " (t = step × dt)"
         for a, b in itertools.pairwise(edges)
     ]
-    msgs = tuple(PREFIX + _diverged(s, implicit) for s in spans) + tuple(
-        PREFIX + _not_converged(method, s) for s in spans
+    msgs = (
+        tuple(PREFIX + _diverged(s, implicit) for s in spans)
+        + tuple(PREFIX + _not_converged(method, s) for s in spans)
+        + tuple(PREFIX + _inputs_not_finite(s) for s in spans)
     )
     first = jnp.argmax(bad)
     window = jnp.searchsorted(jnp.asarray(edges[1:]), first + 1)
-    index = window + windows * (~ok[first] & ~diverged[first])
-    return raise_if(q, jnp.any(bad), index, msgs)
+    # the inputs first: a non-finite u makes the state non-finite in the same step
+    kind = jnp.where(bad_u[first], 2, jnp.where(~ok[first] & ~diverged[first], 1, 0))
+    return raise_if(q, jnp.any(bad), window + windows * kind, msgs)
 
 
 def check_accelerations(
@@ -160,6 +167,14 @@ def _diverged(when: str, implicit: bool) -> str:
     return (
         f"simulate: the state became non-finite {when}; {remedy}, or check the model and the "
         "controller"
+    )
+
+
+def _inputs_not_finite(when: str) -> str:
+    return (
+        f"simulate: the controller's inputs u became non-finite {when} (at the step's start): "
+        "the controller or the model is not defined there, no smaller dt helps (an eager run "
+        "names the input and the state)"
     )
 
 

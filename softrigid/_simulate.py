@@ -174,7 +174,7 @@ def _run(
         if progress:
             jax.debug.callback(_Progress.report, n_steps, n_steps, dt, qs[-1])
     if check:
-        q = check_run(q, qds, ok, n_steps, scheme.name, scheme.implicit)
+        q = check_run(q, qds, us, ok, n_steps, scheme.name, scheme.implicit)
     return Trajectory(t, q, qd, u), ok
 
 

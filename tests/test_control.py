@@ -303,6 +303,9 @@ def test_blend_starts_at_rest_and_becomes_the_reference():
         (lambda: control.Spline([0.0, 1.0], [[5j], [1.0]]), TypeError, "samples must be real"),
         (lambda: control.Spline([0.0, 1.0], np.ones((2, 1)), "foo"), ValueError, "Spline: scipy"),
         (lambda: control.Feedforward(jnp.sin, size=2.7), ValueError, "size must be an integer"),
+        # a law's set point is named as its argument (it was "Constant: value")
+        (lambda: control.PD(1.0, 1.0, [np.nan]), ValueError, "PD: reference must be finite"),
+        (lambda: control.ComputedTorque(1, 1, [np.nan]), ValueError, "Torque: reference must be"),
         (
             lambda: control.Feedforward(lambda t: jnp.array([1 + 5j]), size=1).signal(0.0),
             TypeError,
@@ -313,6 +316,25 @@ def test_blend_starts_at_rest_and_becomes_the_reference():
 def test_reference_values_are_checked(build, error, message):
     with pytest.raises(error, match=message):
         build()
+
+
+def test_references_take_one_time_and_their_derivatives_at_the_ends_are_the_inside_ones():
+    cubic = control.CubicRestToRest([0.0, 0.0], [1.0, 2.0], 0.0, 1.0)
+    spline = control.Spline([0.0, 1.0, 2.0, 3.0], np.arange(8.0).reshape(4, 2) ** 1.5)
+    blend = control.Blend(spline, [0.5, -0.5], 1.0)
+    # a vector of times broadcast against the samples gave entries of different times
+    for ref in (cubic, spline, blend, control.Constant([1.0])):
+        with pytest.raises(ValueError, match="t must be a scalar time, got shape \\(2,\\)"):
+            ref(jnp.array([0.25, 0.75]))
+    # at the end times the values are the inside ones; so are their derivatives in t (jnp.clip
+    # gave half: r̈ = 6 at the cubic's start, jacfwd of ṙ 3)
+    for ref, times in ((cubic, (0.0, 1.0)), (spline, (0.0, 3.0)), (blend, (0.0, 1.0))):
+        for t in times:
+            _, rd, rdd = ref(t)
+            rates = jax.jacfwd(lambda s, ref=ref: ref(s)[:2])(t)
+            np.testing.assert_allclose(rates[0], rd, atol=1e-12)
+            np.testing.assert_allclose(rates[1], rdd, atol=1e-12)
+    assert float(cubic(0.0)[2][0]) == 6.0
 
 
 def test_references_built_inside_jit_are_checked_at_run_time():

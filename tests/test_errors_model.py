@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import softrigid as sr
-from softrigid import joints, kinematics, quadrature
+from softrigid import control, joints, kinematics, quadrature
 from softrigid.actuators import JointMotor, Tendon
 from softrigid.kinematics import lvp
 from softrigid.materials import CosseratRod
@@ -350,6 +350,16 @@ def test_simulate_divergence_is_reported_under_jit_and_vmap(pendulum):
         jax.block_until_ready(jax.jit(run)(jnp.zeros(1)))
     with pytest.raises(Exception, match="simulate: the state became non-finite"):
         jax.block_until_ready(jax.vmap(run)(jnp.zeros((2, 1))))
+    # a law whose inputs are NaN at a step's start (a NaN gain, here set past its constructor's
+    # check as a tree_map over a batch of laws does) is named as such under jit too (it was
+    # "the state became non-finite ...; reduce dt": no dt helps)
+    bad = jax.tree_util.tree_map(lambda x: x * jnp.nan, control.ComputedTorque(1.0, 1.0, [0.0]))
+    with pytest.raises(Exception, match="inputs u became non-finite at step 1 .* no smaller dt"):
+        jax.block_until_ready(
+            jax.jit(lambda law: sr.simulate(pendulum, jnp.zeros(1), jnp.zeros(1), 0.05, 0.01, law))(
+                bad
+            ).q
+        )
     # a NaN initial state inside jit or vmap is named (it was reported as a divergence)
     with pytest.raises(Exception, match="simulate: q0 must be finite"):
         jax.block_until_ready(jax.vmap(run)(jnp.array([[0.0], [jnp.nan]])))

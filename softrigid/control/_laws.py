@@ -87,7 +87,7 @@ class PD(Controller):
         coordinates: Sequence[int] | None = None,
         inputs: Sequence[int] | None = None,
     ) -> None:
-        ref = _reference("PD", reference)
+        ref = _reference("PD: reference", reference)
         coordinates = _indices("PD: coordinates", coordinates)
         inputs = _indices("PD: inputs", inputs)
         for name, idx in (("coordinates", coordinates), ("inputs", inputs)):
@@ -124,6 +124,10 @@ class CompensatedPD(Controller):
     time). With `pseudo_inverse=True` a non-square `A_ci` is allowed and `u_i = A_ci⁺ [·]`
     (Moore–Penrose: least squares when there are fewer inputs than coordinates, which then
     keeps a residual error; the minimum-norm input when there are more).
+
+    External loads (`simulate(..., loads=...)`) are not compensated: a constant load leaves
+    the steady-state error `e = −K_P⁻¹ Q_ext,c` (to first order); `ComputedTorque` cancels
+    them (its bias includes `Q_ext`).
 
     Args:
         robot: the robot (for `g + s`).
@@ -208,7 +212,7 @@ class ComputedTorque(Controller):
     reference: Reference
 
     def __init__(self, kp: Any, kd: Any, reference: Any) -> None:
-        ref = _reference("ComputedTorque", reference)
+        ref = _reference("ComputedTorque: reference", reference)
         object.__setattr__(self, "kp", _gain("ComputedTorque: kp", kp, ref.size))
         object.__setattr__(self, "kd", _gain("ComputedTorque: kd", kd, ref.size))
         object.__setattr__(self, "reference", ref)

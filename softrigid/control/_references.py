@@ -41,6 +41,18 @@ def _vector(name: str, value: Any) -> Array:
     return check_finite(name, x)
 
 
+def _time(where: str, t: Any) -> Array:
+    """`t` as a scalar array: a reference is evaluated at one time (`jax.vmap` it over many;
+    a vector of times broadcast against the samples gave entries of different times)."""
+    t = jnp.asarray(t)
+    if t.ndim != 0:
+        raise ValueError(
+            f"{where}: t must be a scalar time, got shape {t.shape} (evaluate many times with "
+            "jax.vmap)"
+        )
+    return t
+
+
 def _span(message: str, start: Array, end: Array) -> tuple[Array, Array]:
     """`(start, end)`, scalars with `T = end − start > 0` and `1/T²` finite (the profiles divide
     by it): a `ValueError` `message` (with the values) at once or, traced, a run-time check."""
@@ -67,6 +79,7 @@ class Constant(Reference):
         return self.value.shape[0]
 
     def __call__(self, t: Array) -> tuple[Array, Array, Array]:
+        _time("Constant", t)
         zero = jnp.zeros_like(self.value)
         return self.value, zero, zero
 
@@ -109,9 +122,11 @@ class CubicRestToRest(Reference):
         return self.start.shape[0]
 
     def __call__(self, t: Array) -> tuple[Array, Array, Array]:
+        t = _time("CubicRestToRest", t)
         period = self.t1 - self.t0
-        tau = jnp.clip((t - self.t0) / period, 0.0, 1.0)
         inside = (t >= self.t0) & (t <= self.t1)
+        # τ clipped outside only: at t₀ and t₁ its derivative is the inside one, as the values
+        tau = jnp.where(inside, (t - self.t0) / period, jnp.where(t < self.t0, 0.0, 1.0))
         delta = self.end - self.start
         s = tau * tau * (3.0 - 2.0 * tau)
         sd = jnp.where(inside, 6.0 * tau * (1.0 - tau) / period, 0.0)
@@ -180,9 +195,11 @@ class Spline(Reference):
         return self.coefficients.shape[2]
 
     def __call__(self, t: Array) -> tuple[Array, Array, Array]:
+        t = _time("Spline", t)
         k = jnp.clip(jnp.searchsorted(self.times, t, side="right") - 1, 0, self.times.shape[0] - 2)
         inside = (t >= self.times[0]) & (t <= self.times[-1])
-        d = jnp.clip(t, self.times[0], self.times[-1]) - self.times[k]
+        # held outside only: at the end times the derivative in t is the inside one
+        d = jnp.where(inside, t, jnp.clip(t, self.times[0], self.times[-1])) - self.times[k]
         c3, c2, c1, c0 = self.coefficients[k]
         r = ((c3 * d + c2) * d + c1) * d + c0
         rd = (3.0 * c3 * d + 2.0 * c2) * d + c1
@@ -242,9 +259,12 @@ class Blend(Reference):
         return self.start.shape[0]
 
     def __call__(self, t: Array) -> tuple[Array, Array, Array]:
+        t = _time("Blend", t)
         r, rd, rdd = self.reference(t)
         T = self.duration
-        tau = jnp.clip(t / T, 0.0, 1.0)  # σ̇ = σ̈ = 0 at τ = 1: no branch needed after T
+        # σ̇ = σ̈ = 0 at τ = 1: no branch needed after T; clipped outside [0, T] only, so that
+        # at 0 and T the derivative in t is the inside one
+        tau = jnp.where((t >= 0.0) & (t <= T), t / T, jnp.clip(t / T, 0.0, 1.0))
         s = tau**3 * (10.0 - 15.0 * tau + 6.0 * tau * tau)
         sd = 30.0 * tau**2 * (1.0 - tau) ** 2 / T
         sdd = 60.0 * tau * (1.0 - tau) * (1.0 - 2.0 * tau) / T**2
@@ -270,7 +290,12 @@ class _Function(Reference):
 
 
 def _reference(where: str, value: Any, size: int | None = None) -> Reference:
-    ref = value if isinstance(value, Reference) else Constant(value)
+    """`value` as a `Reference` (a vector: a `Constant`, its errors naming `where`)."""
+    if isinstance(value, Reference):
+        ref = value
+    else:
+        ref = object.__new__(Constant)
+        object.__setattr__(ref, "value", _vector(where, value))
     if size is not None and ref.size != size:
         raise ValueError(f"{where} has size {ref.size}, expected {size}")
     return ref

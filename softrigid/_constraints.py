@@ -213,6 +213,11 @@ def trace_constraints(constraints: tuple[Constraint, ...], t: Array, q: Array, q
             if str(err).startswith(what):
                 raise
             raise TypeError(f"{what}: {err}") from err
+        rows = jax.eval_shape(c.acceleration, t, q, qd)[0].shape[0]
+        if rows == 0:  # the free dynamics would come back, as if constrained
+            raise ValueError(
+                f"{what} has no rows (a of shape (0, {q.shape[0]})): nothing to impose"
+            )
     jax.eval_shape(lambda: _rows(constraints, t, q, qd, None))
 
 

@@ -243,6 +243,11 @@ def test_bad_constraints_are_named(unicycle):
         cfd(unicycle, q, qd, u, constraints.Nonholonomic(_rolling), t=jnp.zeros(3))
     with pytest.raises(ValueError, match="constraints must not be empty"):
         cfd(unicycle, q, qd, u, [])
+    # a constraint without rows gave the free dynamics, as if imposed
+    empty = constraints.AccelerationForm(lambda t, q, qd: (jnp.zeros((0, 3)), jnp.zeros(0)))
+    for c in (empty, constraints.Holonomic(lambda q: q[:0])):
+        with pytest.raises(ValueError, match=r"constraints\[1\] \(\w+\) has no rows"):
+            cfd(unicycle, q, qd, u, [constraints.Nonholonomic(_rolling), c])
     # a function JAX cannot trace, or one of other arguments, is named (simulate too)
     numpy_phi = constraints.Holonomic(lambda q: np.sin(q[:1]))
     with pytest.raises(TypeError, match=r"constraints\[0\] \(Holonomic\): its function must be"):

@@ -8,10 +8,14 @@ itself. An equilibrium solves (`algorithm.md`, `forces.md`)
 by the implicit function theorem (`_statics_newton`).
 
 When every force is conservative (gravity, elasticity, tendons and pressures at fixed `u`, joint
-motors, loads fixed in the world) `r = ∂Π/∂q` for a total potential `Π`, the Jacobian is its
-Hessian, and the equilibrium is stable exactly when the Jacobian is positive definite
+motors, point forces fixed in the world) `r = ∂Π/∂q` for a total potential `Π`, the Jacobian
+is its Hessian, and the equilibrium is stable exactly when the Jacobian is positive definite
 (`StaticSolution.stable`). Newton finds unstable equilibria too (an arm balanced upright):
-check `stable`.
+check `stable`. Loads given in a distal frame (follower loads) and moments fixed in the world
+(whose work depends on the path of finite 3D rotations; planar rotations commute) are not
+conservative: their Jacobian is not symmetric (a spatial rod under a world moment: entries of
+`J − Jᵀ` up to 1.4 EI/L), and `stable`, from its symmetric part, is then not a stability test
+(an equilibrium can have complex eigenvalues, a flutter instability).
 
 The runtime checks under `jit`/`vmap` are `softrigid._fault.fault_if`.
 """
@@ -186,7 +190,13 @@ def equilibrium(
     iterates (relative to the forces in play; an exact equilibrium as `q0` takes 0 steps), and
     the next Newton correction below `tol · max(1, max|q|)` entrywise, or no longer reducing
     `max|r|` (rounding): a weakly held coordinate beside a stiff one (a rod's bending beside
-    its axial stiffness) is resolved to `tol` as well.
+    its axial stiffness) is resolved to `tol` as well. Below `|q| = 1` both tests are
+    absolute: `q` is accurate to about `tol`, not to `tol · |q|` (a load whose deflection is
+    below `tol` returns `q0` after 0 steps: pass a smaller `tol` for tiny loads).
+
+    `stable` tests the symmetric part of `J`: a stability test where every force is
+    conservative, not with follower loads or moments fixed in the world on 3D rotations (see
+    the module docstring).
 
     Works under `jax.jit` and `jax.vmap` (e.g. over `u`); `jax.grad`/`jax.jacfwd` of the result
     with respect to `u` or the robot's parameters use the implicit function theorem,

@@ -67,7 +67,9 @@ class StaticSolution(NamedTuple):
         residual: final `max |r|` [generalized force units].
         status: `0` converged, `1` no convergence within `max_iter`, `2` singular Jacobian,
             `3` line search failed, `4` non-finite residual or Jacobian (integer array).
-        stable: the Jacobian `∂r/∂q` (the stiffness of the static balance) is positive definite.
+        stable: the Jacobian `∂r/∂q` (the stiffness of the static balance) is positive definite
+            (its symmetric part: a stability test where every force is conservative, not with
+            follower loads or moments fixed in the world on 3D rotations, `equilibrium`).
         jacobian: `(n_q, n_q)` `∂r/∂q` at `q`.
         history: `(max_iter + 1,)` `max |r|` before each step and at the end, padded with NaN
             after entry `iterations`.

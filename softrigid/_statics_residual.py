@@ -8,8 +8,8 @@ Newton loop's convergence test is relative to. `g + s(q, 0)` is evaluated as `�
 (`g = ∂V_g/∂q`, and `∂R/∂q̇ = 0` at rest for a Rayleigh function), whose Jacobian (a Hessian)
 compiles about twice as fast as the derivative of the recursion. External loads enter by
 virtual power, `Q_ext = J_pᵀ f` (point loads) and `J_tᵀ F + J_ωᵀ M` (wrenches on distal
-frames), as in the recursion; loads given in a distal frame follow it (and make the Jacobian
-non-symmetric). Its Jacobian (`jacobian`) takes the stiffness block by block and the rest by
+frames), as in the recursion; loads given in a distal frame follow it, and so make the
+Jacobian non-symmetric, as a moment fixed in the world does on 3D rotations. Its Jacobian (`jacobian`) takes the stiffness block by block and the rest by
 forward mode.
 """
 

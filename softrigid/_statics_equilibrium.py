@@ -14,8 +14,8 @@ is its Hessian, and the equilibrium is stable exactly when the Jacobian is posit
 check `stable`. Loads given in a distal frame (follower loads) and moments fixed in the world
 (whose work depends on the path of finite 3D rotations; planar rotations commute) are not
 conservative: their Jacobian is not symmetric (a spatial rod bent to `κL = 2` by a world
-moment: `J − Jᵀ` as large as its bending stiffness), and `stable`, from its symmetric part, is then not a stability test
-(an equilibrium can have complex eigenvalues, a flutter instability).
+moment: `J − Jᵀ` as large as its bending stiffness), and `stable`, from its symmetric part,
+is then not a stability test (an equilibrium can have complex eigenvalues: flutter).
 
 The runtime checks under `jit`/`vmap` are `softrigid._fault.fault_if`.
 """

@@ -381,7 +381,10 @@ def inverse_statics(
         raise ValueError(_MESSAGES[2])
     if status == MAX_ITER:
         raise ValueError(
-            f"inverse_statics: no convergence in {max_iter} iterations (|e| = {err:.3g})"
+            f"inverse_statics: no convergence in {max_iter} iterations (|e| = {err:.3g}, u = "
+            f"{np.asarray(sol.u)}); beyond reach the error can creep down without a minimum "
+            "where inputs act against each other (antagonistic tendons drifting together): "
+            "check that the target is reachable, or raise max_iter"
         )
     if status == SINGULAR:
         at = solve_jit(robot, loads, sol.u, sol.q, tol=_INNER_TOL, max_iter=_INNER_ITER)

@@ -179,6 +179,10 @@ def test_inverse_statics_reaches_a_tip_target(arm):
     check = equilibrium(arm, inv.u)
     np.testing.assert_allclose(check.q, inv.q, atol=1e-10)
     np.testing.assert_allclose(tip_x(check.q), target, atol=1e-10)
+    # out of iterations: the message gives the inputs and the likely cause (an out-of-reach
+    # target whose error creeps down as antagonistic tendons drift; it gave |e| alone)
+    with pytest.raises(ValueError, match=r"no convergence in 1 iterations .*u = .*reachable"):
+        inverse_statics(arm, tip_x, target, max_iter=1)
 
 
 def test_stability_of_an_inverted_pendulum():

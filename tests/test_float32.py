@@ -120,3 +120,17 @@ def test_a_float32_robot_under_x64_is_named() -> None:
     with pytest.raises(TypeError, match="a float32 robot with float32 states under JAX's x64"):
         sr.mass_matrix(robot, q32)
     assert sr.mass_matrix(robot, q32.astype(np.float64)).dtype == np.float64
+
+
+def test_empirical_cubature_asks_for_float64() -> None:
+    """Its fit checks the integrals to 1e-9: in float32 it refused them as 'not linear in the
+    weights' (their rounding, 6e-8, above the linearity test's 1e-8)."""
+    with jax.enable_x64(False):
+        full = quadrature.cylinder(0.02, 0.2, n_axial=3, n_radial=1, n_angular=3)
+
+        def integrals(rule, q):
+            body = sr.SoftBody(kinematics.ConstantCurvature3D(0.2), rule, 1000.0)
+            return sr.gravity_force(sr.Robot([sr.Link(joints.Fixed(), body)]), q)
+
+        with pytest.raises(ValueError, match="empirical: the integrals are float32; the fit needs"):
+            quadrature.empirical(full, integrals, np.zeros((2, 3), np.float32))

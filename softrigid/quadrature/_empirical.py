@@ -100,6 +100,11 @@ def _integrands(
         raise TypeError(
             f"empirical: integrals(rule, sample) must return real floating values, got {out.dtype}"
         )
+    if out.dtype != jnp.float64:  # the fit checks its integrals to 1e-9: float32 rounds at 6e-8
+        raise ValueError(
+            f"empirical: the integrals are {out.dtype}; the fit needs float64: call "
+            "jax.config.update('jax_enable_x64', True) before creating arrays"
+        )
     eye = jnp.eye(out.size, dtype=out.dtype)
     return out, jax.lax.map(lambda e: pullback(e)[0], eye, batch_size=_COTANGENTS)
 
@@ -291,11 +296,13 @@ def empirical(
     Raises:
         TypeError: `rule` is not a `QuadratureRule` or `integrals` is not callable.
         ValueError: the rule is empty, traced or has non-positive weights; `tol` is not in
-            `(0, 1)`; the samples have no common leading axis; the integrands are not finite;
+            `(0, 1)`; the samples have no common leading axis; the integrals are not float64
+            (JAX's x64 mode is off) or not finite;
             the fitted integrals miss the full rule's by more than 1e-9 (relative).
 
     Example:
         >>> import jax
+        >>> jax.config.update("jax_enable_x64", True)  # the fit needs float64
         >>> import softrigid as sr
         >>> from softrigid import joints, kinematics, quadrature
         >>> full = quadrature.cylinder(0.02, 0.2, n_axial=6, n_radial=3, n_angular=8)

@@ -18,7 +18,9 @@ from . import (
     lagrangian,
     materials,
     meshing,
+    plotting,
     quadrature,
+    statics,
     urdf,
 )
 from ._body import Body
@@ -119,9 +121,11 @@ __all__ = [
     "material_points",
     "materials",
     "meshing",
+    "plotting",
     "potential_energy",
     "quadrature",
     "simulate",
+    "statics",
     "stiffness_matrix",
     "synchronous_dispatch",
     "urdf",

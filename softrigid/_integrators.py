@@ -137,10 +137,19 @@ class SemiImplicitEuler(Integrator):
 
 
 class Implicit(Integrator):
-    """An implicit scheme: the step's acceleration by Newton (`softrigid._newton`) with the
-    options `tol`, `max_iter`, `newton` (`"modified"`: the iteration matrix kept while the
-    iteration contracts faster than `theta_max`; `"full"`: evaluated at every iterate) of the
-    concrete scheme, which carries the matrix in its `State` from step to step."""
+    """An implicit scheme (`ImplicitEuler`, `GeneralizedAlpha`): the step's acceleration
+    `x = q̈₁` by Newton (`softrigid._newton`), the iteration matrix carried in the `State`
+    from step to step. The options, fields of the concrete scheme:
+
+    Args:
+        tol: the iteration stops when `η ‖Δx‖∞ ≤ tol (1 + ‖x‖∞)`, `η = θ/(1 − θ)` from the
+            observed contraction `θ` (Newton's own increment test at a new matrix).
+        max_iter: iterations per step; a step that has not converged then fails, and
+            `simulate` names it.
+        newton: `"modified"` (default: the matrix kept while the iteration contracts faster
+            than `theta_max`) or `"full"` (evaluated at every iterate).
+        theta_max: the contraction in `(0, 1)` above which a kept matrix is re-evaluated.
+    """
 
     implicit: ClassVar[bool] = True
     tol: float
@@ -198,8 +207,8 @@ class ImplicitEuler(Implicit):
         q̇₁ = q̇₀ + h x,   q₁ = q₀ + h q̇₁ = q₀ + h q̇₀ + h² x,
         M(q₁) x + bias(q₁, q̇₁) = A(q₁) u(t₁, q₁, q̇₁),
 
-    solved by Newton with the matrix `M + h ∂ν/∂q̇ + h² ∂ν/∂q` (`tol`, `max_iter`,
-    `newton`, `theta_max`: see `Implicit`)."""
+    solved by Newton with the matrix `M + h ∂ν/∂q̇ + h² ∂ν/∂q` (options `tol`, `max_iter`,
+    `newton`, `theta_max`: `integrators.Implicit`)."""
 
     tol: float = static(default=1e-10)
     max_iter: int = static(default=20)
@@ -236,7 +245,8 @@ class GeneralizedAlpha(Implicit):
     with `a₀ = q̈₀` at the start. Newton on `x = q̈₁` with the matrix
     `M + h γ c ∂ν/∂q̇ + h² β c ∂ν/∂q`, `c = (1 − α_f)/(1 − α_m)`. `rho_inf = 1` is the
     trapezoidal rule (Newmark average acceleration, energy-conserving for linear systems);
-    `rho_inf = 0` annihilates the highest frequencies in one step.
+    `rho_inf = 0` annihilates the highest frequencies in one step. Newton's options `tol`,
+    `max_iter`, `newton`, `theta_max`: `integrators.Implicit`.
     """
 
     rho_inf: float = static(default=0.9)

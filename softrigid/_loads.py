@@ -58,6 +58,8 @@ class PointLoad(Load):
         point: `(3,)` material coordinates of the point (the body's reference volume).
         force: `(3,)` force [N], in the world (base) frame or, with `frame="distal"`, in the
             body's distal frame `S_i`.
+        frame: `"world"` (default: a dead load, fixed in the base frame) or `"distal"` (a
+            follower load, turning with `S_i`).
     """
 
     point: Array
@@ -91,6 +93,7 @@ class Wrench(Load):
     Args:
         link: link index.
         force, moment: `(3,)` [N], [N·m], in the world frame or, with `frame="distal"`, in `S_i`.
+        frame: `"world"` (default: fixed in the base frame) or `"distal"` (turning with `S_i`).
     """
 
     force: Array

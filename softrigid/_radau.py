@@ -261,7 +261,7 @@ class Adaptive:
 @module
 class Radau(Adaptive):
     """Adaptive Radau IIA (order 5, L-stable) with error control: `scipy.integrate.Radau`
-    (see `Adaptive` for the Jacobian, the options and what it cannot do). It updates the
+    (see `integrators.Adaptive` for the Jacobian, the options and what it cannot do). It updates the
     Jacobian after every step whose Newton iteration was slow, so it suits robots whose
     Jacobian is cheap; `BDF` keeps it much longer."""
 
@@ -272,7 +272,7 @@ class Radau(Adaptive):
 @module
 class BDF(Adaptive):
     """Adaptive variable-order (1–5) backward differentiation formulas with error control:
-    `scipy.integrate.BDF` (numerical differentiation formulas; see `Adaptive` for the Jacobian,
+    `scipy.integrate.BDF` (numerical differentiation formulas; see `integrators.Adaptive` for the Jacobian,
     the options and what it cannot do). Orders 1–2 are A-stable and higher orders are stable
     on the negative real axis, where a soft body's overdamped Kelvin–Voigt modes lie. It
     evaluates a new Jacobian only when the Newton iteration with the kept one fails, so it

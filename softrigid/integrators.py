@@ -8,20 +8,23 @@ implicit ones by Newton with the exact iteration matrix from the derivatives of 
 Adaptive, on the host (not jittable): `Radau` and `BDF` (scipy's, with the model's exact
 Jacobian, the closed loop's by automatic differentiation, or forward or central differences:
 `jacobian="exact"`, `"autodiff"`, `"finite_differences"`, `"central_differences"`). A string
-works too: `method="generalized_alpha"`.
+works too: `method="generalized_alpha"`. `Implicit` and `Adaptive`, the bases of the implicit
+and the adaptive methods, document their options.
 
 `vector_field(robot, controller=None, loads=None)` is `f(t, (q, q̇)) = (q̇, q̈)`, for your own
 solvers, e.g. diffrax: `diffrax.ODETerm(lambda t, y, args: f(t, y))`.
 """
 
 from ._closed_loop import vector_field
-from ._integrators import RK4, GeneralizedAlpha, ImplicitEuler, SemiImplicitEuler
-from ._radau import BDF, Radau
+from ._integrators import RK4, GeneralizedAlpha, Implicit, ImplicitEuler, SemiImplicitEuler
+from ._radau import BDF, Adaptive, Radau
 
 __all__ = [
     "BDF",
     "RK4",
+    "Adaptive",
     "GeneralizedAlpha",
+    "Implicit",
     "ImplicitEuler",
     "Radau",
     "SemiImplicitEuler",

@@ -104,7 +104,16 @@ def _trajectory(where: str, traj: Any) -> tuple[np.ndarray, np.ndarray]:
 def plot_trajectory(
     traj: Trajectory, path: str | Path, labels: Sequence[str] | None = None
 ) -> Path:
-    """Plot `q(t)` (one curve per coordinate) and save it to `path` (PNG, SVG, PDF…)."""
+    """Plot `q(t)` (one curve per coordinate) and save it to `path` (PNG, SVG, PDF…).
+
+    Args:
+        traj: a `Trajectory` (from `simulate`).
+        path: the file to write; its suffix picks the format.
+        labels: one legend entry per coordinate (default `q1`, `q2`, …).
+
+    Returns:
+        The path written.
+    """
     t, q = _trajectory("plot_trajectory", traj)
     if labels is not None and len(labels) != q.shape[1]:
         raise ValueError(

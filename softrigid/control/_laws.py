@@ -37,7 +37,13 @@ __all__ = ["PD", "CompensatedPD", "ComputedTorque", "Feedforward", "Phases"]
 @module
 class Feedforward(Controller):
     """Open loop `u = u_d(t)`: a constant `(n_u,)`, a `Reference` (its position) or a
-    function `u_d(t)` (static; the reference's derivatives are unused)."""
+    function `u_d(t)` (static; the reference's derivatives are unused).
+
+    Args:
+        inputs: the constant, `Reference` or function `u_d(t) -> (n_u,)`.
+        size: `n_u`, required with a function (its output is checked against it); with a
+            constant or a `Reference`, optional (checked against theirs).
+    """
 
     signal: Reference
 
@@ -134,6 +140,7 @@ class CompensatedPD(Controller):
         kp, kd: gains (scalar, `(k,)` or `(k, k)`), `k` = number of controlled coordinates.
         target: `(k,)` set point `q_d` or a `Reference` (only its position is used).
         coordinates, inputs: the indices `c` and `i` (default: all).
+        pseudo_inverse: allow a non-square `A_ci` (above; default `False`).
     """
 
     robot: Robot

@@ -211,6 +211,22 @@ def rectangle_section(
     return pts, _counter_clockwise(pts, tri)
 
 
+def _check_section(points: np.ndarray, tri: np.ndarray) -> None:
+    """A `ValueError` for section triangles that overlap along an edge: oriented
+    counter-clockwise, two triangles of a conforming triangulation run a shared edge in opposite
+    directions, so a directed edge met twice is a repeated triangle or two on the same side of
+    the edge (their prisms would overlap: the volume counted twice, silently)."""
+    ccw = _counter_clockwise(points, tri)
+    directed = np.concatenate([ccw[:, [0, 1]], ccw[:, [1, 2]], ccw[:, [2, 0]]])
+    edges, counts = np.unique(directed, axis=0, return_counts=True)
+    if np.any(counts > 1):
+        i, j = edges[np.argmax(counts > 1)]
+        raise ValueError(
+            f"extrude: section triangles overlap along the edge ({i}, {j}) (a repeated triangle, "
+            "or two on the same side of an edge): give a conforming triangulation"
+        )
+
+
 def _counter_clockwise(points: np.ndarray, tri: np.ndarray) -> np.ndarray:
     e1 = points[tri[:, 1]] - points[tri[:, 0]]
     e2 = points[tri[:, 2]] - points[tri[:, 0]]
@@ -264,6 +280,7 @@ def extrude(
         raise ValueError("extrude: triangles reference nodes outside section_points")
     if levels.ndim != 1 or levels.size < 2 or np.any(np.diff(levels) <= 0):
         raise ValueError("extrude: z must be at least two strictly increasing levels")
+    _check_section(sec, tri)
     n_layers, n_tri, n_sec = levels.size - 1, tri.shape[0], sec.shape[0]
     if keep is None:
         keep = np.ones((n_layers, n_tri), dtype=bool)

@@ -186,6 +186,11 @@ def test_mesher_errors():
         meshing.extrude(pts, tri, [0.0, 0.01], twist=np.pi / 0.01)  # half a turn in one layer
     with pytest.raises(ValueError, match=r"extrude: keep must have shape \(1, 8\)"):
         meshing.extrude(pts, tri, [0.0, 0.01], keep=np.ones((2, 8), bool))
+    # overlapping section triangles made overlapping prisms (the volume counted twice, silently)
+    square = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    for bad in ([[0, 1, 2], [0, 2, 3], [2, 1, 0]], [[0, 1, 2], [0, 1, 3]]):
+        with pytest.raises(ValueError, match=r"section triangles overlap along the edge"):
+            meshing.extrude(square, bad, [0.0, 1.0])
     with pytest.raises(ValueError, match=r"boundary_faces: cells must have shape"):
         meshing.boundary_faces(np.zeros((2, 3), int))
 

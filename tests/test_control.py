@@ -298,6 +298,13 @@ def test_blend_starts_at_rest_and_becomes_the_reference():
         (lambda: control.Blend(control.Constant([1.0]), [0.0], 1e-320), ValueError, "1/T²"),
         (lambda: control.PD(np.nan, 1.0, [0.0]), ValueError, "PD: kp must be finite"),
         (lambda: control.PD(1 + 1j, 1.0, [0.0]), TypeError, "PD: kp must be real numbers"),
+        # a negative or indefinite gain makes the error dynamics unstable (it was accepted)
+        (lambda: control.PD(-5.0, 1.0, [0.0]), ValueError, "PD: kp must be positive semi-def"),
+        (
+            lambda: control.ComputedTorque(1.0, [[1.0, 5.0], [5.0, 1.0]], [0.0, 0.0]),
+            ValueError,
+            "ComputedTorque: kd must be positive semi-definite .* smallest eigenvalue -4",
+        ),
         (lambda: control.Spline([0.0, 1.0], [[np.nan], [1.0]]), ValueError, "samples must be fin"),
         (lambda: control.Spline([0, 1, np.inf], np.ones((3, 1))), ValueError, "times must be fin"),
         (lambda: control.Spline([0.0, 1.0], [[5j], [1.0]]), TypeError, "samples must be real"),
@@ -350,6 +357,7 @@ def test_references_built_inside_jit_are_checked_at_run_time():
         (cubic, 1.0, "t1 must exceed t0"),
         (blend, -0.02, "duration must be positive"),
         (jax.jit(lambda x: control.Constant(x)(0.0)[0]), jnp.array([jnp.nan]), "value must be"),
+        (lambda kd: control.PD(1.0, kd, [0.0, 0.0]).kd, -jnp.eye(2), "kd must be positive semi"),
     ]:
         with pytest.raises(RUNTIME_ERRORS, match=message):
             jax.block_until_ready(jax.jit(fn)(bad))

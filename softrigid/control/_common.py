@@ -12,9 +12,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .._checks import as_float, as_indices, check_finite, raise_if
+from .._checks import as_float, as_indices, check_finite, raise_if, traced_check
 from .._entry import PREFIX
 from .._model import Robot
+from .._module import is_concrete
 
 # A matrix is singular for the control laws when κ_F = ‖a‖_F ‖a⁻¹‖_F ≥ _COND_MAX.
 _COND_MAX = 1e10
@@ -27,11 +28,23 @@ _BLOW_UP = (
 
 
 def _gain(where: str, value: Any, k: int) -> Array:
-    """A gain for `k` errors: a scalar, a diagonal `(k,)` or a matrix `(k, k)`, finite."""
+    """A gain for `k` errors: a scalar, a diagonal `(k,)` or a matrix `(k, k)`, finite and
+    positive semi-definite (its symmetric part: a negative or indefinite gain makes every law's
+    error dynamics unstable), checked at once or, traced, at run time."""
     g = as_float(value, where)
     if g.shape not in ((), (k,), (k, k)):
         raise ValueError(f"{where} must be a scalar, shape ({k},) or ({k}, {k}); got {g.shape}")
-    return check_finite(where, g)
+    g = check_finite(where, g)
+    xp = np if is_concrete(g) else jnp
+    # the smallest eigenvalue of the symmetric part, against the gain's size
+    low = xp.min(xp.linalg.eigvalsh(0.5 * (g + g.T))) if g.ndim == 2 else xp.min(g)
+    negative = low < -1e-12 * xp.max(xp.abs(g))
+    message = f"{where} must be positive semi-definite (its symmetric part for a matrix)"
+    if xp is np:
+        if negative:
+            raise ValueError(f"{message}, got smallest eigenvalue {float(low):.3g}")
+        return g
+    return traced_check(g, negative, message)
 
 
 def _apply(gain: Array, e: Array) -> Array:

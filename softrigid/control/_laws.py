@@ -73,7 +73,8 @@ class PD(Controller):
     Model-free: no compensation, so with gravity or elasticity it leaves a steady-state error.
 
     Args:
-        kp, kd: gains (scalar, `(k,)` or `(k, k)`), `k` = the reference size.
+        kp, kd: gains (scalar, `(k,)` or `(k, k)`, positive semi-definite), `k` = the
+            reference size.
         reference: `(k,)` set point or a `Reference` `q_d(t)`.
         coordinates: indices `c` of the controlled coordinates (default: all `n_q`).
         inputs: indices `i` of the driven inputs (default: all `n_u`).
@@ -137,7 +138,8 @@ class CompensatedPD(Controller):
 
     Args:
         robot: the robot (for `g + s`).
-        kp, kd: gains (scalar, `(k,)` or `(k, k)`), `k` = number of controlled coordinates.
+        kp, kd: gains (scalar, `(k,)` or `(k, k)`, positive semi-definite), `k` = number
+            of controlled coordinates.
         target: `(k,)` set point `q_d` or a `Reference` (only its position is used).
         coordinates, inputs: the indices `c` and `i` (default: all).
         pseudo_inverse: allow a non-square `A_ci` (above; default `False`).
@@ -210,7 +212,7 @@ class ComputedTorque(Controller):
     traced, its rank at run time); an underactuated robot needs `CollocatedPFBL`.
 
     Args:
-        kp, kd: gains (scalar, `(n_q,)` or `(n_q, n_q)`).
+        kp, kd: gains (scalar, `(n_q,)` or `(n_q, n_q)`, positive semi-definite).
         reference: `(n_q,)` set point or a `Reference` `q_d(t)`.
     """
 

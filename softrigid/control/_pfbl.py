@@ -166,7 +166,8 @@ class CollocatedPFBL(Controller):
 
     Args:
         robot: the robot (for `y(q)`).
-        kp, kd: gains (scalar, `(m,)` or `(m, m)`), `m` = the number of driven inputs.
+        kp, kd: gains (scalar, `(m,)` or `(m, m)`, positive semi-definite), `m` = the
+            number of driven inputs.
         reference: `(m,)` set point or a `Reference` `y_d(t)`.
         output: `y(robot, q) -> (n_u,)` with `(∂y/∂q)ᵀ = A(q)` (default
             `actuation_coordinates`: joint angles, tendon `−l`, chamber volumes); static.

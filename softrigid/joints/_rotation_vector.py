@@ -24,7 +24,8 @@ class Spherical(SpringJoint):
     `ω = J_r(φ) φ̇`, is singular at `|φ| = 2π k` (k ≥ 1). `rechart` moves `|φ| > π` to
     `φ (1 − 2πk/|φ|)`, `k = round(|φ|/2π)` (`softrigid._math.rechart_rotation_vector`);
     `simulate` does it after every step, so `|φ| ≤ π` up to one step's rotation; a joint with
-    a spring or damper (defined in the chart) is never re-charted.
+    a spring or damper (defined in the chart) is never re-charted. A generalized force on `φ`
+    (a motor, a controller) acts in the chart: give a physical torque `τ` as `J_r(φ)ᵀ τ`.
 
     Args:
         origin: placement of the joint frame in the previous distal frame.

@@ -3,8 +3,9 @@
 Fixed step, inside `lax.scan` (jit, vmap and grad through them): `RK4`, `SemiImplicitEuler`,
 `ImplicitEuler` (backward Euler, L-stable, first order) and `GeneralizedAlpha` (Chung–Hulbert /
 Arnold–Brüls, second order, `rho_inf ∈ [0, 1]`; `rho_inf = 1` is the trapezoidal rule), the
-implicit ones by Newton with the exact iteration matrix from the derivatives of the residual
-`ν − A(q) u` (those of `inverse_dynamics_derivatives`, with the inputs' term).
+implicit ones by Newton with the iteration matrix from the derivatives of the residual
+`ν − A(q) u` (those of `inverse_dynamics_derivatives`, with the inputs' term; the controller's
+feedback with the dynamics terms held: exact for laws that do not read `M` or `A`).
 Adaptive, on the host (not jittable): `Radau` and `BDF` (scipy's, with the model's exact
 Jacobian, the closed loop's by automatic differentiation, or forward or central differences:
 `jacobian="exact"`, `"autodiff"`, `"finite_differences"`, `"central_differences"`). A string

@@ -42,7 +42,6 @@ from ._statics_newton import (
     SINGULAR,
     SINGULAR_RATIO,
     StaticSolution,
-    solve_equilibrium,
     solve_jit,
 )
 
@@ -230,9 +229,10 @@ def equilibrium(
     tol, max_iter, throw = check_options(tol, max_iter, throw)
     robot, q, u, loads = setup(robot, u, q0, loads)
     eager = is_concrete(robot, u, q, loads)
-    sol = (solve_jit if eager else solve_equilibrium)(
-        robot, loads, u, q, tol=tol, max_iter=max_iter
-    )
+    # the compiled solve also under a transformation (a jit around it inlines it): an eager
+    # `jax.grad` or `jax.vmap` of a function that builds the robot from its parameter ran the
+    # Newton loop op by op and compiled it again at every call (15 s per gradient)
+    sol = solve_jit(robot, loads, u, q, tol=tol, max_iter=max_iter)
     if not throw:
         return sol
     if eager:

@@ -356,7 +356,9 @@ def inverse_statics(
     )
     eager = runs_eagerly(robot, q, u, loads, target, w)
     args = (robot, loads, output, target, w, q, u, float(damping), tol, max_iter)
-    sol = _lm_jit(*args) if eager else _levenberg_marquardt(*args)
+    # the compiled loop also under a transformation (a jit around it inlines it): eagerly under
+    # `jax.jacfwd` or `jax.vmap` the loop ran op by op and compiled again at every call
+    sol = _lm_jit(*args)
     if not throw:
         return sol
     if not eager:

@@ -4,6 +4,8 @@ errors."""
 
 from __future__ import annotations
 
+import logging
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -325,6 +327,28 @@ def test_implicit_gradients_match_finite_differences(sideways_rod):
     q_flat = -0.015 * u[0] * LENGTH / (YOUNG * I_SECTION)
     np.testing.assert_allclose(d_flat, [[-0.015 * LENGTH / (YOUNG * I_SECTION)]], rtol=1e-12)
     np.testing.assert_allclose(d_flat_e, [-q_flat / YOUNG], rtol=1e-10)
+
+
+def test_eager_gradients_of_a_robot_built_from_a_parameter_compile_once(sideways_rod, caplog):
+    # jax.grad / jax.vmap without a jit of the user's, the robot built from the parameter (its
+    # leaves tracers): the Newton loop ran op by op and compiled again at every call (15 s per
+    # gradient); now the compiled solve is called, and later calls compile no loop
+    def tip(young):
+        robot = eqx.tree_at(lambda r: r.links[0].body.material.E, sideways_rod, young)
+        return equilibrium(robot, jnp.array([3.0])).q[0]
+
+    grads = [jax.grad(tip)(jnp.asarray(YOUNG * s)) for s in (1.0, 1.1)]
+    batches = [jax.vmap(tip)(jnp.asarray(YOUNG * np.array([s, 1.2]))) for s in (1.0, 1.1)]
+    caplog.clear()
+    with jax.log_compiles(), caplog.at_level(logging.WARNING):
+        grads.append(jax.grad(tip)(jnp.asarray(YOUNG * 1.2)))
+        batches.append(jax.vmap(tip)(jnp.asarray(YOUNG * np.array([1.2, 1.3]))))
+    compiled = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+    assert not [m for m in compiled if "while" in m or "solve" in m], compiled
+    # the values: ∂q/∂E against the jitted forward mode of the same solve
+    forward = jax.jit(jax.jacfwd(tip))
+    np.testing.assert_allclose(grads[2], forward(jnp.asarray(YOUNG * 1.2)), rtol=1e-10)
+    np.testing.assert_allclose(batches[2][0], tip(jnp.asarray(YOUNG * 1.2)), rtol=1e-12)
 
 
 # ---------------------------------------------------------------- inverse statics

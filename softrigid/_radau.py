@@ -261,9 +261,9 @@ class Adaptive:
 @module
 class Radau(Adaptive):
     """Adaptive Radau IIA (order 5, L-stable) with error control: `scipy.integrate.Radau`
-    (see `integrators.Adaptive` for the Jacobian, the options and what it cannot do). It updates the
-    Jacobian after every step whose Newton iteration was slow, so it suits robots whose
-    Jacobian is cheap; `BDF` keeps it much longer."""
+    (see `integrators.Adaptive` for the Jacobian, the options and what it cannot do). It
+    updates the Jacobian after every step whose Newton iteration was slow, so it suits robots
+    whose Jacobian is cheap; `BDF` keeps it much longer."""
 
     name: ClassVar[str] = "radau"
     scipy_method: ClassVar[str] = "Radau"
@@ -272,8 +272,8 @@ class Radau(Adaptive):
 @module
 class BDF(Adaptive):
     """Adaptive variable-order (1–5) backward differentiation formulas with error control:
-    `scipy.integrate.BDF` (numerical differentiation formulas; see `integrators.Adaptive` for the Jacobian,
-    the options and what it cannot do). Orders 1–2 are A-stable and higher orders are stable
+    `scipy.integrate.BDF` (numerical differentiation formulas; see `integrators.Adaptive` for
+    the Jacobian, the options and what it cannot do). Orders 1–2 are A-stable and higher orders are stable
     on the negative real axis, where a soft body's overdamped Kelvin–Voigt modes lie. It
     evaluates a new Jacobian only when the Newton iteration with the kept one fails, so it
     suits robots whose Jacobian is expensive (on the seed's helicoid robot under the seed's

@@ -208,13 +208,12 @@ def trace_constraints(constraints: tuple[Constraint, ...], t: Array, q: Array, q
     for k, c in enumerate(constraints):
         what = f"constraints[{k}] ({type(c).__name__})"
         try:
-            trace_user(f"{what}: its function", "q, qd or t", c.acceleration, t, q, qd)
+            a, _ = trace_user(f"{what}: its function", "q, qd or t", c.acceleration, t, q, qd)
         except TypeError as err:
             if str(err).startswith(what):
                 raise
             raise TypeError(f"{what}: {err}") from err
-        rows = jax.eval_shape(c.acceleration, t, q, qd)[0].shape[0]
-        if rows == 0:  # the free dynamics would come back, as if constrained
+        if a.shape[0] == 0:  # the free dynamics would come back, as if constrained
             raise ValueError(
                 f"{what} has no rows (a of shape (0, {q.shape[0]})): nothing to impose"
             )

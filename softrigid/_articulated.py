@@ -211,9 +211,8 @@ def _link_inputs(robot: Robot, q: Array, qd: Array, nu: Array, loads: tuple) -> 
     vel = rec.velocity_level(robot, pos, q, qd)
     w = rec.link_velocities(pos.rot, pos.trans, vel.v_rel, vel.w_rel)[1]
     c = _bias_accelerations(pos, vel, w)
-    zero = jnp.zeros_like(w)
-    # β_i: −(F*, T*, π*) at zero accelerations, with the loads as active forces
-    wrenches = rec.body_terms(robot, pos, vel, jnp.zeros_like(q), rec.LinkMotion(w, zero, zero))
+    # β_i: −(F*, T*, π*) at zero accelerations (their terms left out), the loads as active forces
+    wrenches = rec.body_terms(robot, pos, vel, None, rec.LinkMotion(w, None, None))
     force = rec.concat([wr.force for wr in wrenches])
     moment = rec.concat([wr.moment for wr in wrenches])
     tau = nu - internal_forces(robot, q, qd)

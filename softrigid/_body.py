@@ -199,51 +199,65 @@ def _vee2(u: Array) -> Array:
     return 2.0 * vee(u)
 
 
+def _terms(*terms: Array | None) -> Array:
+    """The sum of the terms that are not `None`, in their order."""
+    present = [t for t in terms if t is not None]
+    out = present[0]
+    for t in present[1:]:
+        out = out + t
+    return out
+
+
 def dalembert_wrench(
     m: MassMoments,
     h: VelocityMoments,
     qd: Array,
-    qdd: Array,
+    qdd: Array | None,
     w: Array,
-    a: Array,
-    dw: Array,
+    a: Array | None,
+    dw: Array | None,
 ) -> BodyWrench:
     """`(F*, T*, π*)` of a body from its mass moments (module docstring), given the body's
-    coordinates' rates `q̇_B`, `q̈_B` and the motion `(ω, a, ω̇)` of `S_i`."""
+    coordinates' rates `q̇_B`, `q̈_B` and the motion `(ω, a, ω̇)` of `S_i`.
+
+    `qdd`, `a` and `dw` may be `None` for zero: their terms are left out of the program (the
+    articulated-body recursion's velocity terms `β_i`, at zero accelerations, would otherwise
+    multiply zeros, each product a kernel of its own); the other terms are summed in the same
+    order, so the result is the one with zeros to the bit."""
     s, inertia = m.first, _inertia(m)
     vj = qd @ m.jac_first  # Σ m J q̇
-    aj = qdd @ m.jac_first  # Σ m J q̈
+    aj = None if qdd is None else qdd @ m.jac_first  # Σ m J q̈
     c_mom = jnp.tensordot(qd, m.jac_second, 1)  # C = Σ m (J q̇) pᵀ
-    d_mom = jnp.tensordot(qdd, m.jac_second, 1)  # D = Σ m (J q̈) pᵀ
+    d_mom = None if qdd is None else jnp.tensordot(qdd, m.jac_second, 1)  # D = Σ m (J q̈) pᵀ
     # F* = −(m a + ω̇ × s + ω × (ω × s) + 2 ω × Σ m J q̇ + Σ m J q̈ + Σ m h)
-    force = -(
-        m.mass * a
-        + jnp.cross(dw, s)
-        + jnp.cross(w, jnp.cross(w, s))
-        + 2.0 * jnp.cross(w, vj)
-        + aj
-        + h.force
+    force = -_terms(
+        None if a is None else m.mass * a,
+        None if dw is None else jnp.cross(dw, s),
+        jnp.cross(w, jnp.cross(w, s)),
+        2.0 * jnp.cross(w, vj),
+        aj,
+        h.force,
     )
     # T* = −(s × a + I_O ω̇ + ω × I_O ω + 2 (ω tr C − C ω) + vee(D − Dᵀ) + Σ m p × h)
-    moment = -(
-        jnp.cross(s, a)
-        + inertia @ dw
-        + jnp.cross(w, inertia @ w)
-        + 2.0 * (w * jnp.trace(c_mom) - c_mom @ w)
-        + _vee2(d_mom)
-        + h.moment
+    moment = -_terms(
+        None if a is None else jnp.cross(s, a),
+        None if dw is None else inertia @ dw,
+        jnp.cross(w, inertia @ w),
+        2.0 * (w * jnp.trace(c_mom) - c_mom @ w),
+        None if d_mom is None else _vee2(d_mom),
+        h.moment,
     )
     # π*_j = −(S_j · a + vee(Q_j − Q_jᵀ) · ω̇ + ωᵀ Q_j ω − |ω|² tr Q_j
     #         + 2 Σ_l q̇_l ω · Σ m J_l × J_j + Σ_l tr(B_jl) q̈_l + Σ m J_jᵀ h)
     b_skew = _vee2(m.jac_jac)  # Σ m J_l × J_j = vee(B_jl − B_jlᵀ), (n, n, 3)
-    gen = -(
-        m.jac_first @ a
-        + _vee2(m.jac_second) @ dw
-        + jnp.einsum("a,jab,b->j", w, m.jac_second, w)
-        - jnp.dot(w, w) * jnp.trace(m.jac_second, axis1=1, axis2=2)
-        + 2.0 * jnp.einsum("l,jla,a->j", qd, b_skew, w)
-        + jnp.trace(m.jac_jac, axis1=2, axis2=3) @ qdd
-        + h.generalized
+    gen = -_terms(
+        None if a is None else m.jac_first @ a,
+        None if dw is None else _vee2(m.jac_second) @ dw,
+        jnp.einsum("a,jab,b->j", w, m.jac_second, w),
+        -jnp.dot(w, w) * jnp.trace(m.jac_second, axis1=1, axis2=2),
+        2.0 * jnp.einsum("l,jla,a->j", qd, b_skew, w),
+        None if qdd is None else jnp.trace(m.jac_jac, axis1=2, axis2=3) @ qdd,
+        h.generalized,
     )
     return BodyWrench(force, moment, gen)
 

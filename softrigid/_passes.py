@@ -53,11 +53,12 @@ __all__ = [
 
 
 class LinkMotion(NamedTuple):
-    """Motion of every distal frame `S_i`, in `S_i` (N, 3) each."""
+    """Motion of every distal frame `S_i`, in `S_i` (N, 3) each (`a`, `dw` `None` for zero in
+    `body_terms`)."""
 
     w: Array  # ω_i
-    a: Array  # a_i, acceleration of the origin
-    dw: Array  # ω̇_i
+    a: Array | None  # a_i, acceleration of the origin
+    dw: Array | None  # ω̇_i
 
 
 # ---------------------------------------------------------------------------------------------

@@ -134,9 +134,10 @@ def map_groups(robot: Robot, fn: Callable[..., Any], *args: Callable[[int, Group
     return out
 
 
-def coords(x: Array) -> Callable[[int, Group], Array]:
-    """Per-group coordinates `(size, n)` of a coordinate vector `(n_q,)` (for `map_groups`)."""
-    return lambda k, g: g.coords(x)
+def coords(x: Array | None) -> Callable[[int, Group], Array | None]:
+    """Per-group coordinates `(size, n)` of a coordinate vector `(n_q,)` (for `map_groups`;
+    `None` stays `None`)."""
+    return lambda k, g: None if x is None else g.coords(x)
 
 
 def rows(x: Any) -> Callable[[int, Group], Any]:
@@ -292,16 +293,24 @@ def zero_velocity(robot: Robot, pos: LinkPosition) -> Velocity:
 
 
 def _body_wrench(
-    link: Link, m: MassMoments, h: VelocityMoments, qd: Array, qdd: Array, motion: LinkMotion
+    link: Link,
+    m: MassMoments,
+    h: VelocityMoments,
+    qd: Array,
+    qdd: Array | None,
+    motion: LinkMotion,
 ) -> BodyWrench:
     nj = link.joint.n_q
-    return dalembert_wrench(m, h, qd[nj:], qdd[nj:], motion.w, motion.a, motion.dw)
+    qdd_b = None if qdd is None else qdd[nj:]
+    return dalembert_wrench(m, h, qd[nj:], qdd_b, motion.w, motion.a, motion.dw)
 
 
 def body_terms(
-    robot: Robot, pos: LinkPosition, vel: Velocity, qdd: Array, motion: LinkMotion
+    robot: Robot, pos: LinkPosition, vel: Velocity, qdd: Array | None, motion: LinkMotion
 ) -> tuple[BodyWrench, ...]:
-    """D'Alembert resultants `(F*_i, T*_i, π*_i)` of every body, per group, in `S_i`."""
+    """D'Alembert resultants `(F*_i, T*_i, π*_i)` of every body, per group, in `S_i`
+    (`qdd`, `motion.a` and `motion.dw` `None` for zero: the velocity terms alone, see
+    `dalembert_wrench`)."""
     return tuple(
         map_groups(
             robot,

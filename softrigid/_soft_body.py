@@ -27,7 +27,13 @@ from ._rows import (
     row_position_level,
     row_velocity_level,
 )
-from .kinematics._base import Kinematics, as_kinematics, check_map, kinematics_name
+from .kinematics._base import (
+    Kinematics,
+    as_kinematics,
+    check_indices,
+    check_map,
+    kinematics_name,
+)
 from .materials._base import Material
 from .quadrature._geometry import contains, has_geometry, within_envelope
 from .quadrature._rule import QuadratureRule
@@ -136,11 +142,18 @@ class SoftBody(Body):
             object.__setattr__(self, "frame_axes", _frame_axes(points))
         _check_length(kin, volume)
         _check_hollow(kin, volume)
+        self._check_indices()
         object.__setattr__(self, "sectioned", is_rod_on_product_rule(kin, volume, self.density))
         if material is not None:
             check = material.validate(self)
             if check is not None:  # traced: a run-time check where the material is used
                 object.__setattr__(self, "material", traced_check(material, *check))
+
+    def _check_indices(self) -> None:
+        """`check_indices` of a user map at the nodes and the frame points (where concrete)."""
+        nodes = (self.volume.points,) + (() if self.frame_points is None else (self.frame_points,))
+        points = np.vstack([np.asarray(p) for p in nodes]) if is_concrete(nodes) else None
+        check_indices(self.kinematics, points=points)
 
     @staticmethod
     def _frame_points(volume: QuadratureRule, pivot: Any, contact_points: Any) -> Array:

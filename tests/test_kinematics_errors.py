@@ -299,6 +299,77 @@ def test_a_map_indexing_past_n_q_is_named():
     assert sr.SoftBody(bend, VOLUME, 1000.0, n_q=2).n_q == 2
 
 
+def _id_of_body(body):
+    robot = sr.Robot([sr.Link(sr.joints.Fixed(), body)])
+    n = body.n_q
+    return sr.inverse_dynamics(robot, jnp.full(n, 0.3), jnp.full(n, 0.5), jnp.ones(n))
+
+
+def test_an_index_past_n_q_is_named_when_the_body_is_built_inside_transformations():
+    """Built inside `jit`, `grad` or `vmap` (a learned map's training loop), with its weights
+    traced or closed over, the body's map is still checked (it ran unchecked with traced
+    weights, and a closed-over one failed with a tracer-to-bool error)."""
+
+    def mlp(x, q, p):  # reads q[1] with n_q = 1
+        h = jnp.tanh(p["w1"] @ jnp.concatenate([x / 0.2, jnp.array([q[0], q[1]])]))
+        return x + 0.2 * (p["w2"] @ h) * x[2]
+
+    rng = np.random.default_rng(0)
+    params = {"w1": rng.normal(size=(4, 5)), "w2": 0.1 * rng.normal(size=(3, 4))}
+
+    def loss(p):
+        return _id_of_body(sr.SoftBody(mlp, VOLUME, 1000.0, n_q=1, params=p))[0]
+
+    def closed(scale):
+        def bend(x, q):
+            return x + q[0] * x[2] * jnp.array([0.0, 0.0, 1.0]) + q[1] * jnp.array([1.0, 0, 0])
+
+        return _id_of_body(sr.SoftBody(bend, VOLUME, 1000.0 * scale, n_q=1))[0]
+
+    match = r"indexes past its arguments \(x \(3,\), q \(1,\)\).*index 1"
+    for run in (jax.jit(loss), jax.grad(loss)):
+        with pytest.raises(ValueError, match=match):
+            run(params)
+    stacked = jax.tree_util.tree_map(lambda a: jnp.stack([a, a]), params)
+    with pytest.raises(ValueError, match=match):
+        jax.vmap(loss)(stacked)
+    for run in (jax.jit(closed), jax.grad(closed)):
+        with pytest.raises(ValueError, match=match):
+            run(1.0)
+
+
+def test_an_index_that_depends_on_x_is_checked_at_the_nodes():
+    """A map of pieces reads `q[k]` with `k` from `x3`: at the origin it reads `q[0]` only;
+    at the distal nodes `q[2]`, past `n_q = 2` (JAX clamped it to `q[1]`)."""
+    length = 0.2
+
+    def pieces(x, q):
+        k = jnp.clip(jnp.floor(3 * x[2] / length), 0, 2).astype(int)
+        return x + jnp.array([q[k] * x[2], 0.0, 0.0])
+
+    volume = sr.quadrature.cylinder(0.02, length, 3, 1, 3)
+    with pytest.raises(ValueError, match=r"'pieces' indexes past .*index 2"):
+        sr.SoftBody(pieces, volume, 1000.0, n_q=2)
+    assert sr.SoftBody(pieces, volume, 1000.0, n_q=3).n_q == 3
+
+
+def test_a_map_closing_over_a_traced_value_is_built_inside_transformations():
+    """A map that reads a traced value of the caller cannot be checked apart; it is built and
+    differentiated as before."""
+
+    def loss(scale):
+        def bend(x, q):
+            return x + scale * q[0] * x[2] * jnp.array([1.0, 0.0, 0.0])
+
+        return _id_of_body(sr.SoftBody(bend, VOLUME, 1000.0, n_q=1))[0]
+
+    value = loss(1.5)
+    np.testing.assert_allclose(jax.jit(loss)(1.5), value, rtol=1e-13)
+    step = 1e-6
+    difference = (loss(1.5 + step) - loss(1.5 - step)) / (2 * step)
+    np.testing.assert_allclose(jax.grad(loss)(1.5), difference, rtol=1e-6)
+
+
 def test_params_leaves_are_arrays_or_numbers():
     with pytest.raises(TypeError, match=r"params\['layers'\]\[1\] must be an array or a number"):
         km.FunctionKinematics(lambda x, q, p: x, 1, {"layers": [np.ones(2), "relu"]})

@@ -9,6 +9,7 @@ wrapped in `FunctionKinematics`. JAX differentiates the map: no derivative is wr
 from __future__ import annotations
 
 import abc
+import concurrent.futures
 import functools
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -20,7 +21,7 @@ from jax import Array
 from jax.experimental import checkify
 
 from .._checks import copy_params
-from .._module import is_concrete, module, static
+from .._module import is_concrete, module, runs_eagerly, static
 
 __all__ = ["FunctionKinematics", "Kinematics", "as_kinematics", "kinematics_name"]
 
@@ -296,8 +297,8 @@ def check_map(kin: Kinematics, dtype: Any = float) -> None:
 
     Raises a `TypeError` naming the map when it is not traceable by JAX (NumPy on `x` or `q`,
     a Python `if` or `float()` on them) or returns a complex or integer position, and a
-    `ValueError` on a wrong output shape; other
-    exceptions from the user's code pass through unchanged.
+    `ValueError` on a wrong output shape; other exceptions from the user's code pass through
+    unchanged. (`check_indices` checks the indices a user map reads.)
     """
     name = kinematics_name(kin)
     x = jax.ShapeDtypeStruct((3,), jnp.dtype(dtype))
@@ -314,18 +315,56 @@ def check_map(kin: Kinematics, dtype: Any = float) -> None:
             f"kinematics {name!r} must return a real floating-point position, got dtype "
             f"{out.dtype} (a complex or integer map has no real derivatives)"
         )
-    if isinstance(kin, FunctionKinematics) and is_concrete(kin.params):
-        _check_indices(kin, name, dtype)
 
 
-def _check_indices(kin: FunctionKinematics, name: str, dtype: Any) -> None:
-    """A `ValueError` where a user map indexes `x` or `q` out of bounds (e.g. `q[1]` with
-    `n_q = 1`): JAX clamps such an index silently, so the body would move with another
-    coordinate. Found by `checkify`'s index checks on one evaluation at zeros."""
-    checked = checkify.checkify(kin.__call__, errors=checkify.index_checks)
-    err, _ = checked(jnp.zeros(3, dtype), jnp.zeros(kin.n_q, dtype))
-    message = err.get()
+def _placeholders(params: Any) -> Any:
+    """Zeros of the shapes and dtypes of `params`' leaves (traced leaves included)."""
+    return jax.tree_util.tree_map(lambda a: jnp.zeros(jnp.shape(a), jnp.result_type(a)), params)
+
+
+def _outside_transformations(fn: Callable[[], Any]) -> Any:
+    """`fn()` evaluated eagerly: in this thread outside every JAX transformation, else in a
+    thread of its own, whose trace state is clean (JAX's is per thread), so that a check made
+    while a body is built inside `jit`, `grad` or `vmap` runs on values instead of being
+    staged into the caller's program. Exceptions are raised here."""
+    if runs_eagerly():
+        return fn()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn).result()
+
+
+def check_indices(kin: Kinematics, dtype: Any = float, points: Any = None) -> None:
+    """A `ValueError` where a user map (`FunctionKinematics`) indexes `x` or `q` out of
+    bounds (e.g. `q[1]` with `n_q = 1`): JAX clamps such an index silently, so the body would
+    move with another coordinate. Found by `checkify`'s index checks on one evaluation at
+    `q = 0` at every one of `points` `(M, 3)` (the body's nodes and frame points: an index may
+    depend on `x`, as in a map of pieces; the origin where they are not given or traced), also
+    when the body is built inside `jit`, `grad` or `vmap`. Traced `params` are replaced by
+    zeros of their shapes: the indices a map reads do not depend on its weights' values. A map
+    that closes over a traced value of the caller cannot be evaluated apart: not checked."""
+    if not isinstance(kin, FunctionKinematics):
+        return
+    points = np.zeros((1, 3)) if points is None or not is_concrete(points) else points
+    points = np.asarray(points, dtype).reshape(-1, 3)
+    traced = not is_concrete(kin.params)
+
+    def check() -> str | None:
+        params = _placeholders(kin.params) if traced else kin.params
+        q = jnp.zeros(kin.n_q, dtype)
+
+        def position(x: Array, q: Array) -> Array:
+            return kin.fn(x, q) if params is None else kin.fn(x, q, params)
+
+        batched = jax.vmap(position, in_axes=(0, None))
+        err, _ = checkify.checkify(batched, errors=checkify.index_checks)(jnp.asarray(points), q)
+        return err.get()
+
+    try:
+        message = _outside_transformations(check)
+    except jax.errors.UnexpectedTracerError:  # the map reads a traced value of the caller
+        return
     if message is not None:
+        name = kinematics_name(kin)
         raise ValueError(
             f"kinematics {name!r} indexes past its arguments (x (3,), q ({kin.n_q},)): "
             f"{message.strip().rstrip('.')}; JAX would clamp the index silently. Give n_q= the "

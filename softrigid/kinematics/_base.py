@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import concurrent.futures
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -298,7 +299,9 @@ def check_map(kin: Kinematics, dtype: Any = float) -> None:
     Raises a `TypeError` naming the map when it is not traceable by JAX (NumPy on `x` or `q`,
     a Python `if` or `float()` on them) or returns a complex or integer position, and a
     `ValueError` on a wrong output shape; other exceptions from the user's code pass through
-    unchanged. (`check_indices` checks the indices a user map reads.)
+    unchanged. Warns where the map returns a lower precision than its inputs' (float32
+    positions for float64 `x` and `q`: the dynamics silently float32-accurate). (`check_indices`
+    checks the indices a user map reads.)
     """
     name = kinematics_name(kin)
     x = jax.ShapeDtypeStruct((3,), jnp.dtype(dtype))
@@ -314,6 +317,14 @@ def check_map(kin: Kinematics, dtype: Any = float) -> None:
         raise TypeError(
             f"kinematics {name!r} must return a real floating-point position, got dtype "
             f"{out.dtype} (a complex or integer map has no real derivatives)"
+        )
+    given = jax.dtypes.canonicalize_dtype(dtype)
+    if jnp.finfo(out.dtype).bits < jnp.finfo(given).bits:
+        warnings.warn(
+            f"kinematics {name!r} returns {out.dtype} positions for {given} x and q: the body's "
+            f"dynamics will be only as accurate as {out.dtype} (relative rounding "
+            f"{float(jnp.finfo(out.dtype).eps):.0e}); compute the map in the dtype of its inputs",
+            stacklevel=3,
         )
 
 

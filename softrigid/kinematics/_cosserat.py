@@ -68,6 +68,11 @@ class Cosserat(Rod):
         rest_strain: `ξ*`, a constant `(6,)` (default `(0, 0, 0, 0, 0, 1)`) or a callable
             `X -> (6,)` (precurved rods).
         n_steps: number of equal Magnus steps on `[0, L]` (before splitting at breakpoints).
+            Each step samples the strain at two Gauss points, so a polynomial basis of
+            degree `d` needs about `d` steps or more: measured on a 0.2 m rod with
+            `Legendre(L, 8, ("bend", "axial"))` at `|q| ≤ 2`, the nodes' largest position
+            error (against 256 steps) was 2.3e-2 m at the default 4 steps, 1.7e-3 at 8 and
+            1.2e-4 at 16; no warning is given.
     """
 
     length: Array

@@ -143,7 +143,8 @@ class Implicit(Integrator):
 
     Args:
         tol: the iteration stops when `η ‖Δx‖∞ ≤ tol (1 + ‖x‖∞)`, `η = θ/(1 − θ)` from the
-            observed contraction `θ` (Newton's own increment test at a new matrix).
+            observed contraction `θ` (Newton's own increment test at a new matrix); no
+            tighter than 100 units of the state's rounding (float32: 1.2e-5).
         max_iter: iterations per step; a step that has not converged then fails, and
             `simulate` names it.
         newton: `"modified"` (default: the matrix kept while the iteration contracts faster

@@ -51,6 +51,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from ._closed_loop import Dynamics
+from ._module import rounding_tolerance
 
 __all__ = ["IterationMatrix", "newton"]
 
@@ -97,6 +98,10 @@ def newton(
     Returns:
         `(x, ok, matrix)`: the root, whether the iteration converged, and the matrix to keep.
     """
+
+    # no tighter than 100 units of the dtype's rounding (float32: 1.2e-5), which the
+    # increments cannot go below: the default 1e-10 would never be met in float32
+    tol = rounding_tolerance(x0, tol)
 
     def residual(x: Array) -> Array:
         q1, qd1 = kin(x)

@@ -212,7 +212,8 @@ def equilibrium(
             zeros.
         q0: `(n_q,)` initial guess (default zeros, the reference configuration).
         loads: optional constant external loads (`PointLoad`/`Wrench`).
-        tol: relative tolerance of the residual and of the Newton correction.
+        tol: relative tolerance of the residual and of the Newton correction; no tighter
+            than 100 units of `q`'s rounding (float32: 1.2e-5).
         max_iter: maximum number of Newton steps.
         throw: raise when the solve fails (default). Eagerly that is a `ValueError` with the
             details; under `jit`/`vmap` a runtime error (`softrigid._fault`) with the status's

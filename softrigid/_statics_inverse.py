@@ -28,7 +28,7 @@ from ._cache import jit
 from ._checks import as_float, raise_if, status_is, traced_check
 from ._entry import PREFIX, trial_evaluations
 from ._model import Robot
-from ._module import is_concrete, runs_eagerly
+from ._module import is_concrete, rounding_tolerance, runs_eagerly
 from ._statics_equilibrium import check_options, null_coordinates, raise_failure, setup
 from ._statics_newton import CONVERGED, newton, solve_jit
 from .kinematics._base import trace_user, user_array
@@ -142,7 +142,9 @@ def _levenberg_marquardt(
     converged and `|e|` decreased (then `μ /= 10` and the next step is taken from there), else
     `μ *= 10`. Stops when `|e| ≤ tol · max(1, |W y*|)` (reached), when an accepted step is
     below `tol · max(1, |u|)` or no damping up to `10¹² max(|G|, 1)` reduces `|e|` (a
-    least-squares minimum), or after `max_iter` accepted steps."""
+    least-squares minimum), or after `max_iter` accepted steps. `tol` no tighter than 100 units
+    of `q`'s rounding (float32: 1.2e-5)."""
+    tol = rounding_tolerance(q0, tol)
     goal = tol * jnp.maximum(1.0, jnp.linalg.norm(w * target))
 
     def twice(x: Array) -> tuple[Array, Array]:
@@ -318,7 +320,8 @@ def inverse_statics(
         loads: optional constant external loads.
         damping: initial relative damping `μ / |G|` (positive).
         tol: stop when `|e| ≤ tol · max(1, |W y*|)`, or when the step is below
-            `tol · max(1, |u|)` (a least-squares minimum).
+            `tol · max(1, |u|)` (a least-squares minimum); no tighter than 100 units of `q`'s
+            rounding (float32: 1.2e-5; the equilibria solved on the way likewise).
         max_iter: maximum number of accepted steps.
         throw: raise on failure (default): eagerly a `ValueError` (no equilibrium under `u0`,
             a non-finite output there, no convergence within `max_iter`, a singular
@@ -404,7 +407,7 @@ def inverse_statics(
             f"{np.asarray(sol.output)})"
         )
     if status == MINIMUM:
-        goal = tol * max(1.0, float(jnp.linalg.norm(w * target)))
+        goal = rounding_tolerance(sol.q, tol) * max(1.0, float(jnp.linalg.norm(w * target)))
         warnings.warn(
             f"inverse_statics: the target is not reached: the iteration ended at a least-squares "
             f"minimum with |W (y − y*)| = {err:.3g} (tolerance {goal:.3g}) after "

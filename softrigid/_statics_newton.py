@@ -32,6 +32,7 @@ from ._charts import has_charts, rechart
 from ._checks import status_is
 from ._entry import trial_evaluations
 from ._model import Robot
+from ._module import rounding_tolerance
 from ._statics_residual import jacobian, residual
 
 __all__ = [
@@ -129,6 +130,9 @@ def newton(
     """
     n = q0.shape[0]
     dtype = q0.dtype
+    # no tighter than 100 units of the dtype's rounding (float32: 1.2e-5): the default 1e-10,
+    # and the inverse statics' inner 1e-12, would never be met in float32
+    tol = rounding_tolerance(q0, tol)
     if has_charts(robot):
         # a rotation vector near |φ| = 2π, where ∂r/∂q is nearly singular, starts from the same
         # rotation at |φ| ≤ π (`simulate` re-charts its start too)

@@ -134,3 +134,63 @@ def test_empirical_cubature_asks_for_float64() -> None:
 
         with pytest.raises(ValueError, match="empirical: the integrals are float32; the fit needs"):
             quadrature.empirical(full, integrals, np.zeros((2, 3), np.float32))
+
+
+def _tendon_arm() -> sr.Robot:
+    segment = sr.SoftBody(
+        kinematics.PlanarConstantCurvature(0.2),
+        quadrature.cylinder(0.02, 0.2, 3, 1, 3),
+        density=1000.0,
+        material=materials.CompressibleNeoHookean.from_young(1e6, 0.45, eta=0.02),
+    )
+    link = sr.RigidBody(
+        1.0, (0.0, 0.0, 0.1), np.diag([3e-3, 3e-3, 1e-4]), distal=(np.eye(3), (0, 0, 0.2))
+    )
+    return sr.Robot(
+        [sr.Link(joints.Revolute((0, 1, 0)), link), sr.Link(joints.Fixed(), segment)],
+        actuators=(sr.actuators.JointMotor(0), sr.actuators.Tendon([1], (0.012, 0.0))),
+    )
+
+
+def _float32_and_float64(solve) -> None:
+    """`solve()`'s arrays in float32 (x64 off) agree with float64's to float32 accuracy."""
+    reference = solve()
+    with jax.enable_x64(False):
+        single = solve()
+    for got, ref in zip(single, reference):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, ref, rtol=2e-3, atol=2e-5)
+
+
+U_ARM = np.array([0.0, 2.0])
+
+
+def test_newton_tolerances_are_reachable_in_float32() -> None:
+    """The default tolerances (1e-10) lie below float32's rounding: `equilibrium` and the
+    implicit integrators failed in float32 with "did not converge" whatever `tol` or
+    `max_iter` the user gave. Each test is floored at 100 units of rounding."""
+
+    def solve() -> tuple[np.ndarray, ...]:
+        chain = _chain(2)
+        method = sr.integrators.GeneralizedAlpha()
+        run = sr.simulate(chain, np.full(4, 0.3), np.zeros(4), 0.02, 0.005, method=method)
+        return np.asarray(sr.equilibrium(_tendon_arm(), U_ARM).q), np.asarray(run.q[-1])
+
+    _float32_and_float64(solve)
+
+
+@pytest.mark.slow
+def test_inverse_statics_tolerances_are_reachable_in_float32() -> None:
+    """`inverse_statics` solved its equilibria to a fixed 1e-12, so it failed in float32 at
+    any `tol`; its own test and its equilibria's are floored at 100 units of rounding."""
+
+    def solve() -> tuple[np.ndarray, ...]:
+        robot = _tendon_arm()
+
+        def tip(q):
+            return sr.forward_kinematics(robot, q)[1][-1][np.array([0, 2])]
+
+        sol = sr.inverse_statics(robot, tip, np.array([0.01, 0.39]), u0=U_ARM)
+        return np.asarray(sol.q), np.asarray(sol.u)
+
+    _float32_and_float64(solve)

@@ -94,6 +94,11 @@ class Adaptive:
 
     def __post_init__(self) -> None:
         name = type(self).__name__
+        if not self.scipy_method:
+            raise TypeError(
+                f"{name} is the base of the adaptive methods, not one of them: use "
+                "integrators.Radau(...) or integrators.BDF(...)"
+            )
         for field in ("rtol", "atol"):
             value = getattr(self, field)
             if not is_real_number(value):

@@ -441,6 +441,10 @@ def test_bdf_jacobians(double, capsys):
         BDF(rtol=1e-20)
     with pytest.raises(TypeError, match="Radau: rtol must be a real number, got array"):
         Radau(rtol=np.array(1e-6))
+    # the exported base class ran as a method and failed in scipy ("module 'scipy.integrate'
+    # has no attribute ''")
+    with pytest.raises(TypeError, match=r"Adaptive is the base .*use integrators.Radau"):
+        sr.integrators.Adaptive(rtol=1e-4)
     assert Radau(rtol=np.float32(1e-6)).rtol == float(
         np.float32(1e-6)
     )  # a NumPy scalar is a number

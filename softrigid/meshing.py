@@ -327,6 +327,12 @@ def extrude(
     return meshio.Mesh(pts, [("tetra", cells)])
 
 
+def _ceil_count(ratio: float) -> int:
+    """`ceil(ratio)`, with a ratio within 1e-6 above an integer taken as that integer (sizes
+    rounded to float32: 0.2 / (0.02 / 3) is 30.0000011, not 31 layers)."""
+    return math.ceil(ratio * (1.0 - 1e-6))
+
+
 def _default_size(where: str, what: str, elements: int) -> None:
     if elements > MAX_DEFAULT_ELEMENTS:
         raise ValueError(
@@ -341,7 +347,7 @@ def _layers(
     """`n_axial + 1` levels on `[0, length]`; by default layers of height about `h`, refused
     above `MAX_DEFAULT_ELEMENTS` elements (name `n_axial` to have them)."""
     if n_axial is None:
-        n_axial = max(1, math.ceil(length / h - 1e-9))
+        n_axial = max(1, _ceil_count(length / h))
         _default_size(where, f"n_axial = {n_axial} layers", 3 * n_triangles * n_axial)
     return np.linspace(0.0, length, as_count(f"{where}: n_axial", n_axial) + 1)
 
@@ -402,7 +408,7 @@ def tube(
     n_radial = as_count("tube: n_radial", n_radial)
     h = (outer - inner) / n_radial
     if n_angular is None:
-        n_angular = max(6, math.ceil(2.0 * math.pi * outer / h))
+        n_angular = max(6, _ceil_count(2.0 * math.pi * outer / h))
         # a wall thin against its radius: 6 n_radial n_angular elements per layer
         _default_size("tube", f"n_angular = {n_angular} sides", 6 * n_radial * n_angular)
     n_angular = as_count("tube: n_angular", n_angular, 3)

@@ -492,3 +492,31 @@ def test_geometry_warning_points_at_the_callers_line(tmp_path):
         with pytest.warns(UserWarning, match="no known geometry") as record:
             call()
         assert record[0].filename == __file__
+
+
+def test_float32_drawing_equals_float64_and_writes_without_warnings(tmp_path):
+    """With x64 off a cylinder's sizes round to float32 (0.2 / (0.02 / 3) = 30.0000011): the
+    drawing had 31 layers instead of 30 (1,184 nodes for 1,147), and writing a trajectory
+    warned that a float64 array was truncated."""
+    import jax
+
+    def draw_and_write(folder):
+        body = sr.SoftBody(PlanarConstantCurvature(0.2), cylinder(0.02, 0.2, 3, 1, 3), 1000.0)
+        robot = sr.Robot([sr.Link(joints.Fixed(), body)])
+        path = tmp_path / folder / "run.pvd"
+        path.parent.mkdir()
+        sio.write_trajectory(path, robot, np.array([0.0, 0.1]), np.array([[0.0], [0.5]]))
+        return sio.body_meshes(robot)[0].points.shape, sio.read_trajectory(path)[1][1].points
+
+    shape, points = draw_and_write("double")
+    with jax.enable_x64(False), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        single_shape, single_points = draw_and_write("single")
+    assert single_shape == shape
+    np.testing.assert_allclose(single_points, points, atol=1e-6)
+    assert (
+        meshing.tube(0.01, 0.02, 0.2).points.shape
+        == meshing.tube(
+            float(np.float32(0.01)), float(np.float32(0.02)), float(np.float32(0.2))
+        ).points.shape
+    )

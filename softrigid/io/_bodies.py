@@ -68,7 +68,7 @@ def _geometry_mesh(volume: Any) -> meshio.Mesh | None:
         return meshing.cylinder(*dims, n_radial=3, n_angular=18, n_axial=layers)
     if volume.geometry == "tube":
         h = 0.5 * (dims[1] - dims[0])  # 2 rings, meshing.tube's default
-        sides = min(max(6, math.ceil(2.0 * math.pi * dims[1] / h)), _DRAW_SIDES)
+        sides = min(max(6, meshing._ceil_count(2.0 * math.pi * dims[1] / h)), _DRAW_SIDES)
         layers = _layers(dims[2], h, 12 * sides)
         return meshing.tube(*dims, n_radial=2, n_angular=sides, n_axial=layers)
     if volume.geometry == "box":
@@ -81,7 +81,7 @@ def _geometry_mesh(volume: Any) -> meshio.Mesh | None:
 
 def _layers(length: float, h: float, per_layer: int) -> int:
     """Layers about `h` high along `length`, at most `DRAW_ELEMENTS` elements in all."""
-    return max(1, min(math.ceil(length / h - 1e-9), DRAW_ELEMENTS // per_layer))
+    return max(1, min(meshing._ceil_count(length / h), DRAW_ELEMENTS // per_layer))
 
 
 def _box_divisions(dims: list[float]) -> tuple[int, ...]:
@@ -180,7 +180,8 @@ def _positions(
     links = tuple(i for i, m in enumerate(refs) if m is not None)
     if not links:
         return [np.zeros((0, 3)) for _ in range(qs.shape[0])]
-    points = tuple(jnp.asarray(refs[i].points, dtype=qs.dtype) for i in links)
+    dtype = jax.dtypes.canonicalize_dtype(qs.dtype)  # float32 where x64 is off
+    points = tuple(jnp.asarray(refs[i].points, dtype=dtype) for i in links)
     frames = []
     for start in range(0, qs.shape[0], _CHUNK):
         chunk = qs[start : start + _CHUNK]

@@ -1,5 +1,7 @@
 """Model construction and input validation: every bad input gets a message naming it."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -108,6 +110,28 @@ def test_soft_body_errors():
         sr.SoftBody(cc, vol, 1.0, pivot=(0, 0, 1.0))
     with pytest.raises(TypeError, match="QuadratureRule"):
         sr.SoftBody(cc, np.zeros((4, 3)), 1.0)
+
+
+def test_contact_points_very_close_to_the_pivot_are_warned_about():
+    """Contact points 1e-9 of the body's size from the pivot gave the inverse dynamics to 1e-8
+    only (the frame from differences of nearby images), with no word."""
+    vol = quadrature.cylinder(0.1, 1.0, 2, 1, 3)
+
+    def body(offset):
+        return sr.SoftBody(
+            lambda x, q: x * (1 + q[0]),
+            vol,
+            1.0,
+            n_q=1,
+            pivot=(0, 0, 1.0),
+            contact_points=((offset, 0, 1.0), (0, offset, 1.0)),
+        )
+
+    with pytest.warns(UserWarning, match=r"contact point lies 1e-09 from the pivot"):
+        body(1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        body(1e-3)
 
 
 def test_user_exception_passes_through():

@@ -425,6 +425,7 @@ LAYERS = [
         "_statics_newton",
         "_statics_equilibrium",
         "_statics_inverse",
+        "_statics_levenberg",
         "io",
         "plotting",
         "urdf",

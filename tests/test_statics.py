@@ -374,6 +374,26 @@ def test_inverse_statics_of_a_spring_bar_under_jit_and_vmap():
     np.testing.assert_allclose(batch.output, targets, atol=1e-12)
 
 
+def test_inverse_statics_reverse_mode_by_the_implicit_function_theorem():
+    """One output per input: `jax.grad` of the solved torque w.r.t. the target and the spring
+    stiffness equals the closed form `τ = k asin(x*/l)` (reverse mode did not go through the
+    loop before); forward mode agrees."""
+
+    def torque(target, k):
+        robot = pendulum(gravity=(0.0, 0.0, 0.0), stiffness=k)
+
+        def tip_x(q):
+            return sr.world_points(robot, q, 0, jnp.array([[0.0, 0.0, 1.0]]))[0, :1]
+
+        return inverse_statics(robot, tip_x, target[None], tol=1e-12).u[0]
+
+    x, k = 0.5, 2.0
+    expected = (k / np.sqrt(1 - x**2), np.arcsin(x))  # ∂τ/∂x*, ∂τ/∂k
+    for derivative in (jax.grad, jax.jacfwd):
+        got = derivative(torque, argnums=(0, 1))(jnp.asarray(x), jnp.asarray(k))
+        np.testing.assert_allclose(got, expected, rtol=1e-9)
+
+
 def test_unreachable_target_is_reported():
     # a bar on a spring, no gravity: the tip's x = l sin(τ/k) ≤ l, a target at 2 l is out of
     # reach; the best fit (the arm at 90°) comes with converged=False and a warning
@@ -396,7 +416,7 @@ def test_failed_trial_equilibria_stay_out_of_the_output(monkeypatch):
     # (world_points raises on a non-finite point) does not abort the solve: the target,
     # τ = 2 asin(0.8) = 1.85 N m, is out of the inputs that converge, and the solve ends with a
     # status (its steps creep towards u = 1) and a true equilibrium
-    import softrigid._statics_inverse as inverse
+    import softrigid._statics_levenberg as inverse
     from softrigid._statics_newton import MAX_ITER
 
     real = inverse.newton

@@ -58,6 +58,9 @@ def _map_chunks(fn: Callable[[Any], Any], size: int, batched: Any, dynamic: Any)
     leaves, treedef = jax.tree.flatten(dynamic)
     flags = jax.tree.leaves(batched)
     axes = jax.tree.unflatten(treedef, [0 if b else None for b in flags])
+    if size == 0:  # no states, nothing to check: the outputs' empty shapes
+        shapes = jax.eval_shape(jax.vmap(fn, in_axes=(axes,)), dynamic)
+        return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
     if jax.default_backend() != "cpu" or size <= max(CHUNK, WHOLE_UP_TO):
         return jax.vmap(fn, in_axes=(axes,))(dynamic)
     n_chunks = -(-size // CHUNK)

@@ -118,3 +118,20 @@ def test_chunked_vmap_of_simulate(robot, states):
         assert _rel(batched[k], run(q[k], qd[k])) < 1e-13
     loops = _while_loops(jax.vmap(run), q, qd)
     assert loops == _while_loops(jax.vmap(run), q[:3], qd[:3]) + CHUNK_LOOPS
+
+
+def test_an_empty_batch_gives_empty_results(robot, states):
+    """`jax.vmap` over zero states failed in every public function ("zero-size array to
+    reduction operation max": the run-time checks' reduction over the batch); the results are
+    empty arrays of the right shapes, eagerly and under `jit`."""
+    q, qd, x = (s[:0] for s in states)
+    n = robot.n_q
+    calls = {
+        "mass_matrix": (lambda q, qd, x: sr.mass_matrix(robot, q), (0, n, n)),
+        "inverse_dynamics": (lambda q, qd, x: sr.inverse_dynamics(robot, q, qd, x), (0, n)),
+        "forward_dynamics": (lambda q, qd, x: sr.forward_dynamics(robot, q, qd, x), (0, n)),
+        "potential_energy": (lambda q, qd, x: sr.potential_energy(robot, q), (0,)),
+    }
+    for name, (fn, shape) in calls.items():
+        for wrap in (jax.vmap(fn), jax.jit(jax.vmap(fn))):
+            assert wrap(q, qd, x).shape == shape, name

@@ -192,7 +192,10 @@ class SoftBody(Body):
             na, nb = np.linalg.norm(da), np.linalg.norm(db)
             if na < 1e-12 or nb < 1e-12:
                 raise ValueError("SoftBody: contact points must differ from the pivot")
-            size = np.max(np.linalg.norm(np.asarray(volume.points) - p[0], axis=1), initial=0.0)
+            # the body's size from its nodes, where they are concrete (a rule built from traced
+            # sizes under an eager `vmap` or `grad` is not, while the points given here are)
+            nodes = volume.points if is_concrete(volume.points) else p
+            size = np.max(np.linalg.norm(np.asarray(nodes) - p[0], axis=1), initial=0.0)
             if min(na, nb) < 1e-6 * size:
                 warnings.warn(
                     f"SoftBody: a contact point lies {min(na, nb):.2g} from the pivot "

@@ -133,6 +133,20 @@ def test_contact_points_very_close_to_the_pivot_are_warned_about():
         warnings.simplefilter("error")
         body(1e-3)
 
+    # a rule from a traced radius under an eager vmap or grad, the frame points given: the
+    # check read the traced nodes (TracerArrayConversionError)
+    def mass(radius):
+        rule = quadrature.cylinder(radius, 1.0, 2, 1, 3)
+        frame = {"pivot": (0, 0, 1.0), "contact_points": ((0.05, 0, 1.0), (0, 0.05, 1.0))}
+        return sr.SoftBody(
+            lambda x, q: x * (1 + q[0]), rule, 1.0, n_q=1, **frame
+        ).mass_weights.sum()
+
+    np.testing.assert_allclose(
+        jax.vmap(mass)(jnp.array([0.1, 0.2])), np.pi * np.array([0.01, 0.04])
+    )
+    np.testing.assert_allclose(jax.grad(mass)(0.1), 2 * np.pi * 0.1)
+
 
 def test_user_exception_passes_through():
     class BoomError(RuntimeError):

@@ -17,7 +17,7 @@ from ._checks import status_is
 from ._entry import trial_evaluations
 from ._model import Robot
 from ._module import rounding_tolerance
-from ._statics_newton import CONVERGED, newton
+from ._statics_newton import CONVERGED, dense_tangent_solve, newton
 from ._statics_residual import residual
 
 __all__ = ["InverseStaticSolution", "lm_jit"]
@@ -258,12 +258,8 @@ def _implicit(
         aux = (sol.output_error, sol.iterations, sol.status, sol.stable)
         return jnp.concatenate([sol.q, sol.u]), tuple(a.astype(q0.dtype) for a in aux)
 
-    def tangent_solve(linear: Callable[[Array], Array], rhs: Array) -> Array:
-        # [[J, −A], [W ∂y/∂q, 0]] x = rhs, assembled from the linearized F
-        return jnp.linalg.solve(jax.jacfwd(linear)(rhs), rhs)
-
     z0 = jnp.concatenate([q0, u0])
-    z, (err, it, status, stable) = jax.lax.custom_root(roots, z0, solve, tangent_solve, True)
+    z, (err, it, status, stable) = jax.lax.custom_root(roots, z0, solve, dense_tangent_solve, True)
     q, u = z[:n_q], z[n_q:]
     it, status = it.astype(jnp.int32), status.astype(jnp.int32)
     return InverseStaticSolution(q, u, output(q), err, it, status, stable > 0.5)

@@ -43,6 +43,7 @@ __all__ = [
     "SINGULAR",
     "SINGULAR_RATIO",
     "StaticSolution",
+    "dense_tangent_solve",
     "newton",
     "solve_equilibrium",
     "solve_jit",
@@ -221,6 +222,13 @@ def newton(
     return out.q, out
 
 
+def dense_tangent_solve(linear: Callable[[Array], Array], rhs: Array) -> Array:
+    """`custom_root`'s tangent solve: `x` with `linear(x) = rhs`, the matrix of the linearized
+    root function assembled by forward mode (`J` of the equilibrium; `[[J, −A], [W ∂y/∂q, 0]]`
+    of the square inverse statics)."""
+    return jnp.linalg.solve(jax.jacfwd(linear)(rhs), rhs)
+
+
 def solve_equilibrium(
     robot: Robot, loads: tuple, u: Array, q0: Array, tol: float, max_iter: int
 ) -> StaticSolution:
@@ -243,11 +251,7 @@ def solve_equilibrium(
             balanced=None,
         )
 
-    def tangent_solve(linear: Callable[[Array], Array], rhs: Array) -> Array:
-        # J x = rhs, with J assembled from the linearized residual
-        return jnp.linalg.solve(jax.jacfwd(linear)(rhs), rhs)
-
-    q, c = jax.lax.custom_root(balance, q0, solve, tangent_solve, has_aux=True)
+    q, c = jax.lax.custom_root(balance, q0, solve, dense_tangent_solve, has_aux=True)
     return solution(q, u, c)
 
 

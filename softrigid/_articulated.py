@@ -259,9 +259,11 @@ def choose_solver(where: str, robot: Robot, solver: str) -> str:
     return solver
 
 
-def _check(robot: Robot, qdd: Array, ok: Array, finite: Array) -> Array:
+def _check(robot: Robot, qdd: Array, ok: Array, finite: Array, q: Array) -> Array:
     """`q̈` unchanged, with a run-time check that every `D_i` was positive definite; a `D_i`
-    that is not finite (the state or the model produced NaN or inf) is reported as such."""
+    that is not finite (the state or the model produced NaN or inf) is reported as such, and
+    first of all the configuration `q` (what every `D_i` depends on) where it is not finite
+    (inside `jit`, where the public function could not check it)."""
     slices = robot.q_slices()
     # message 2i: D_i singular, 2i + 1: D_i not finite; the largest index among the failing
     # links is the most distal one (the inward pass runs tip to base and a singular or
@@ -277,7 +279,10 @@ def _check(robot: Robot, qdd: Array, ok: Array, finite: Array) -> Array:
             f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not finite "
             f"({coordinate} or another coordinate of the link).{NON_FINITE_HINT}",
         )
-    index = 2 * jnp.arange(ok.shape[0]) + ~finite
+    msgs += (f"{PREFIX}forward_dynamics: the argument q contains non-finite values (NaN or inf).",)
+    index = jnp.where(
+        jnp.all(jnp.isfinite(q)), 2 * jnp.arange(ok.shape[0]) + ~finite, len(msgs) - 1
+    )
     return raise_if(qdd, ~ok, index, msgs)
 
 
@@ -310,4 +315,4 @@ def articulated_accelerations(
         ok.append(good)
         finite.append(fin)
     qdd = rec.concat(parts)
-    return _check(robot, qdd, rec.concat(ok), rec.concat(finite)) if check else qdd
+    return _check(robot, qdd, rec.concat(ok), rec.concat(finite), q) if check else qdd

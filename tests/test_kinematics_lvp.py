@@ -8,6 +8,8 @@ the 3D constant-curvature backbone of `ConstantCurvature3D` with the section roo
 (`V = (1/3) ∮ f · cof(F) N dA`, which does not assume `det F = 1`).
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -361,6 +363,25 @@ def test_chebyshev_integral_is_exact_on_polynomials():
     for t in (-1.0, -0.3, 0.2, 1.0):
         got = chebyshev_basis(jnp.asarray(t), m + 1) @ coefficients
         np.testing.assert_allclose(got, anti(t), rtol=0, atol=1e-14)
+
+
+def test_chebyshev_basis_derivatives_equal_numpy_to_third_order():
+    """The basis's custom JVP (`T' = E T`) gives the derivatives of every order: jacfwd up to
+    the third and jacrev equal NumPy's `chebder` of each `T_k`, endpoints included."""
+    from numpy.polynomial import chebyshev as cheb
+
+    from softrigid.kinematics.lvp._bend3d import chebyshev_basis
+
+    count = 21
+    for y in (-1.0, -0.73, 0.0, 0.41, 1.0):
+        fn = functools.partial(chebyshev_basis, count=count)
+        for order in range(4):
+            want = [cheb.chebval(y, cheb.chebder(np.eye(count)[k], order)) for k in range(count)]
+            np.testing.assert_allclose(fn(jnp.asarray(y)), want, rtol=1e-13, atol=1e-11)
+            fn = jax.jacfwd(fn)
+        want = [cheb.chebval(y, cheb.chebder(np.eye(count)[k])) for k in range(count)]
+        rev = jax.jacrev(functools.partial(chebyshev_basis, count=count))(jnp.asarray(y))
+        np.testing.assert_allclose(rev, want, rtol=1e-13, atol=1e-11)
 
 
 def test_bend3d_per_body_backbone_equals_the_per_point_rule():

@@ -77,12 +77,36 @@ def chebyshev_integral(m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.cos(theta), p
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
 def chebyshev_basis(y: Array, count: int) -> Array:
-    """`(T_0(y), …, T_{count−1}(y))` `(count,)` at a scalar `y` (`T_{k+1} = 2y T_k − T_{k−1}`)."""
+    """`T(y) = (T_0(y), …, T_{count−1}(y))` `(count,)` at a scalar `y` (`T_{k+1} = 2y T_k −
+    T_{k−1}`). Its derivative (custom JVP) is the basis itself times a constant matrix,
+    `T'(y) = E T(y)` (`chebyshev_derivative`), so a derivative of any order is one recurrence
+    and products with `E`, where differentiating the recurrence nests a recurrence of jets per
+    order (the helicoid robot's third-order terms held 89 kernels of it)."""
     out, two_y = [jnp.ones_like(y), y], 2.0 * y
     for _ in range(2, count):
         out.append(two_y * out[-1] - out[-2])
     return jnp.stack(out[:count])
+
+
+@chebyshev_basis.defjvp
+def _chebyshev_basis_jvp(count: int, primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+    (y,), (dy,) = primals, tangents
+    basis = chebyshev_basis(y, count)
+    # dT = E T(y) dy
+    return basis, jnp.sum(jnp.asarray(chebyshev_derivative(count), basis.dtype) * basis, -1) * dy
+
+
+@functools.cache
+def chebyshev_derivative(count: int) -> np.ndarray:
+    """`E` `(count, count)` with `T_k'(y) = Σ_j E_kj T_j(y)` (row `k`: the Chebyshev
+    coefficients of `T_k'`, `numpy.polynomial.chebyshev.chebder`; exact small integers)."""
+    e = np.zeros((count, count))
+    for k in range(1, count):
+        d = np.polynomial.chebyshev.chebder(np.eye(count)[k])
+        e[k, : d.size] = d
+    return e
 
 
 @module

@@ -25,6 +25,7 @@ from ._module import is_concrete
 __all__ = [
     "distal_poses",
     "forward_kinematics",
+    "grouped_world_array",
     "grouped_world_points",
     "link_pose",
     "links_world_points",
@@ -127,8 +128,19 @@ def _posed(link: Link, q: Array, points: Array) -> tuple[Array, ...]:
 def grouped_world_points(
     robot: Robot, q: Array, entries: Sequence[tuple[int, Array]]
 ) -> list[Array]:
-    """`R_i f_i(x, q_B) + t_i` for each entry `(i, points (M, 3))`, material points of link `i`'s
-    body, `(R_i, t_i)` its proximal pose. The entries of one link are mapped in one call, and
+    """`R_i f_i(x, q_B) + t_i` for each entry `(i, points (M, 3))` (`grouped_world_array`, one
+    array per entry)."""
+    world, rows = grouped_world_array(robot, q, entries)
+    return [world[a:b] for a, b in rows]
+
+
+def grouped_world_array(
+    robot: Robot, q: Array, entries: Sequence[tuple[int, Array]]
+) -> tuple[Array, list[tuple[int, int]]]:
+    """`R_i f_i(x, q_B) + t_i` for every entry `(i, points (M, 3))`, material points of link
+    `i`'s body, `(R_i, t_i)` its proximal pose, in one array `(P, 3)`, with each entry's rows
+    `[a, b)` in it (a caller that gathers the points again, such as tendons' routes, takes
+    them from one array, not from a slice per entry). The entries of one link are mapped in one call, and
     the links of a group of identical bodies in one `vmap` (each link's points padded to the
     group's largest set with copies of its first point), so a model traces and compiles each
     body's map once, not once per link or entry. Where every link of a group has entries (a
@@ -156,13 +168,13 @@ def grouped_world_points(
         for j, i in enumerate(members):
             local[i] = mapped[j, : points[i].shape[0]]
     rot, trans = prefix_poses(*(jnp.concatenate(x) for x in zip(*poses)))[:2]
-    out: dict[int, Array] = {}
+    world, rows, start = [], {}, 0
     for i, pts in local.items():
-        world = matvec(rot[i], pts) + trans[i]
-        ends = np.cumsum([0] + [entries[e][1].shape[0] for e in of_link[i]])
-        for e, a, b in zip(of_link[i], ends[:-1], ends[1:]):
-            out[e] = world[a:b]
-    return [out[e] for e in range(len(entries))]
+        world.append(matvec(rot[i], pts) + trans[i])
+        ends = start + np.cumsum([0] + [entries[e][1].shape[0] for e in of_link[i]])
+        rows.update((e, (int(a), int(b))) for e, a, b in zip(of_link[i], ends[:-1], ends[1:]))
+        start = int(ends[-1])
+    return jnp.concatenate(world), [rows[e] for e in range(len(entries))]
 
 
 def _padded(points: dict[int, Array], members: list[int]) -> Array:

@@ -16,7 +16,7 @@ import numpy as np
 from jax import Array
 
 from ._actuator import Actuator
-from ._chain import grouped_world_points, proximal_poses
+from ._chain import grouped_world_array, proximal_poses
 from ._checks import as_count, as_float, as_index, as_vector, check_index, traced_check
 from ._math import matvec
 from ._model import Robot
@@ -76,20 +76,29 @@ def _guided_lengths(robot: Robot, q: Array, tendons: Sequence[Tendon]) -> Array:
     over the guides of every body of the route in order (the spans across joints included)."""
     # every guide of every tendon, mapped in one call per group of identical bodies
     entries = [(t, k) for t, tendon in enumerate(tendons) for k in range(len(tendon.links))]
-    mapped = grouped_world_points(
+    world, spans = grouped_world_array(
         robot,
         q,
         [(tendons[t].links[k], tendons[t].guides[k].astype(q.dtype)) for t, k in entries],
     )
-    world = dict(zip(entries, mapped))
-    out = []
+    # every route point in one array: the guides' world points, then the tendons' starts
+    rows_of = dict(zip(entries, spans))
+    starts = [t.start[None].astype(q.dtype) for t in tendons if t.start is not None]
+    anchors = iter(range(world.shape[0], world.shape[0] + len(starts)))
+    rows = []
     for t, tendon in enumerate(tendons):
-        route = [world[t, k] for k in range(len(tendon.links))]
-        if tendon.start is not None:
-            route.insert(0, tendon.start[None].astype(q.dtype))
-        pts = jnp.concatenate(route)
-        out.append(jnp.sum(_span(pts[1:] - pts[:-1])))
-    return jnp.stack(out)
+        row = [next(anchors)] if tendon.start is not None else []
+        for k in range(len(tendon.links)):
+            row += range(*rows_of[t, k])
+        rows.append(row)
+    # the routes `(T, P, 3)` by one gather, each padded with copies of its last point (spans of
+    # length 0, derivative 0), and one sum of spans for all the tendons: a route assembled and
+    # summed per tendon is code of its own in every derivative (in Simulation 1's closed-loop
+    # Jacobian, 9 tendons: 108 kernels of route concatenations)
+    most = max(len(row) for row in rows)
+    index = np.array([row + [row[-1]] * (most - len(row)) for row in rows])
+    pts = jnp.concatenate([world, *starts])[index]
+    return jnp.sum(_span(pts[:, 1:] - pts[:, :-1]), axis=1)
 
 
 @module
@@ -272,6 +281,8 @@ class Tendon(Actuator):
         guides are mapped together, one map evaluation per body (and one chain of poses), so a
         bundle of tendons costs about what one does."""
         guided = [k for k, t in enumerate(tendons) if t.guides is not None]
+        if len(guided) == len(tendons):  # all guided: their lengths as one array
+            return _guided_lengths(robot, q, tendons)
         out: list[Array] = [t.length(robot, q) if t.guides is None else None for t in tendons]
         if guided:
             shared = _guided_lengths(robot, q, [tendons[k] for k in guided])

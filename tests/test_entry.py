@@ -587,7 +587,10 @@ def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):
 )
 def test_one_core_schedule_is_accepted_and_changes_nothing_computed():
     """XLA takes the one-core schedule as a program's option (an unknown value is refused), the
-    compiled program differs, and the dynamics are the same to the bit."""
+    compiled program differs, and the dynamics are the same to rounding (the same fused
+    computations, run in another order: bit for bit until the articulated check read `q`'s
+    finiteness, since then one entry 1 ulp apart under the suite's LLVM -O0, bit for bit at
+    XLA's default optimization level)."""
     link = sr.Link(
         sr.joints.Revolute((0.0, 1.0, 0.0)), sr.RigidBody(1.0, (0.0, 0.0, 0.3), 0.01 * jnp.eye(3))
     )
@@ -601,7 +604,7 @@ def test_one_core_schedule_is_accepted_and_changes_nothing_computed():
     one = {**base, "xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"}
     plain, scheduled = (jax.jit(fd, compiler_options=o).lower(q).compile() for o in (base, one))
     assert plain.as_text() != scheduled.as_text()
-    np.testing.assert_array_equal(plain(q), scheduled(q))
+    np.testing.assert_allclose(plain(q), scheduled(q), rtol=1e-15, atol=0)
     wrong = {**base, "xla_cpu_scheduler_type": "NO_SUCH_SCHEDULE"}
     with pytest.raises(Exception, match="xla_cpu_scheduler_type"):
         jax.jit(fd, compiler_options=wrong).lower(q).compile()

@@ -23,9 +23,9 @@ persistent compilation cache can store it. On other platforms the check is
 `equinox.branched_error_if` over all its messages (the platform chosen at lowering,
 `lax.platform_dependent`).
 
-Under `vmap` the code is reduced over the batch (`equinox.internal.unvmap_max`): the message is
-that of the largest index, as in Equinox; the code carries no tangent, so derivatives of `value`
-pass through unchanged.
+Under `vmap` the code is reduced over the batch (`_batch_max`, as `equinox.internal.unvmap_max`
+but 0 over an empty batch): the message is that of the largest index, as in Equinox; the code
+carries no tangent, so derivatives of `value` pass through unchanged.
 """
 
 from __future__ import annotations
@@ -39,8 +39,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from equinox.internal import unvmap_any, unvmap_max
+from equinox.internal import unvmap_any
 from jax import Array, lax
+from jax.extend.core import Primitive
+from jax.interpreters import batching, mlir
 
 from ._module import is_concrete
 
@@ -196,6 +198,27 @@ def _zero_or_fail(code: Array, messages: tuple[str, ...]) -> Array:
     return lax.platform_dependent(code, cpu=cpu, default=other)
 
 
+_batch_max_p = Primitive("softrigid_batch_max")
+
+
+def _batch_max(x: Array) -> Array:
+    """The largest entry of the codes `x` (`≥ 0`) over their axes and every `vmap` batch, `0`
+    where there is none: `equinox.internal.unvmap_max` reduces with `jnp.max`, which has no
+    identity, so a check under a `vmap` over no states failed to lower ("zero-size array to
+    reduction operation max")."""
+    return _batch_max_p.bind(x)
+
+
+def _batch_max_impl(x: Array) -> Array:
+    return jnp.max(x, initial=0)
+
+
+_batch_max_p.def_impl(_batch_max_impl)
+_batch_max_p.def_abstract_eval(lambda x: jax.core.ShapedArray((), x.dtype))
+batching.primitive_batchers[_batch_max_p] = lambda args, axes: (_batch_max(args[0]), None)
+mlir.register_lowering(_batch_max_p, mlir.lower_fun(_batch_max_impl, multiple_results=False))
+
+
 def _depends(leaf: Array, zero: Array) -> Array:
     """`leaf` unchanged, as a function of the check's `zero` (`x − 0` keeps `−0.0` and NaN); a
     leaf that is neither a number nor a boolean (a PRNG key) passes as it is."""
@@ -232,7 +255,7 @@ def fault_if(
 
     def zero_or_fail(k: Array) -> Array:
         code = jnp.where(bad, jnp.clip(k, 0, last) + 1, 0).astype(jnp.int32)
-        return _zero_or_fail(unvmap_max(jnp.max(code)), tuple(messages))
+        return _zero_or_fail(_batch_max(code), tuple(messages))
 
     if callable(index):
         pick = index

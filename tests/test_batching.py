@@ -122,8 +122,8 @@ def test_chunked_vmap_of_simulate(robot, states):
 
 def test_an_empty_batch_gives_empty_results(robot, states):
     """`jax.vmap` over zero states failed in every public function ("zero-size array to
-    reduction operation max": the run-time checks' reduction over the batch); the results are
-    empty arrays of the right shapes, eagerly and under `jit`."""
+    reduction operation max": the run-time checks' reduction over the batch), `simulate` too;
+    the results are empty arrays of the right shapes, eagerly and under `jit`."""
     q, qd, x = (s[:0] for s in states)
     n = robot.n_q
     calls = {
@@ -131,6 +131,7 @@ def test_an_empty_batch_gives_empty_results(robot, states):
         "inverse_dynamics": (lambda q, qd, x: sr.inverse_dynamics(robot, q, qd, x), (0, n)),
         "forward_dynamics": (lambda q, qd, x: sr.forward_dynamics(robot, q, qd, x), (0, n)),
         "potential_energy": (lambda q, qd, x: sr.potential_energy(robot, q), (0,)),
+        "simulate": (lambda q, qd, x: sr.simulate(robot, q, qd, 0.02, 0.01).q, (0, 3, n)),
     }
     for name, (fn, shape) in calls.items():
         for wrap in (jax.vmap(fn), jax.jit(jax.vmap(fn))):

@@ -63,7 +63,8 @@ def enable_compilation_cache(
         raise TypeError(f"directory must be a path, got {type(directory).__name__}")
     if directory is not None and not str(directory).strip():
         raise ValueError("directory must not be empty (None: the default folder)")
-    path = Path(default if directory is None else directory).expanduser()
+    # absolute now: a relative folder would follow the working directory of each later write
+    path = Path(default if directory is None else directory).expanduser().absolute()
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:

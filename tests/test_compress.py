@@ -9,6 +9,7 @@ dynamics of a body on it match the full rule to the accuracy measured by
 
 import functools
 import math
+import os
 from pathlib import Path
 
 import jax
@@ -232,6 +233,31 @@ def test_unreadable_or_unfitting_entry_is_solved_again(kept):
     _same(first, quadrature.compress(cylinder_rule(), 3, return_info=True))
     assert len(solves) == 3
     assert len(list(folder.iterdir())) == 1  # rewritten whole, no temporary file left
+    # entries of another format: a lone array, a field that is not one number (a TypeError
+    # escaped from the read)
+    good = dict(np.load(entry))
+    for write in (
+        lambda f: np.save(f, np.arange(5.0)),
+        lambda f: np.savez(f, **{**good, "residual": np.zeros(2)}),
+        lambda f: np.savez(f, **{**good, "rank": np.zeros(2, int)}),
+    ):
+        with entry.open("wb") as f:
+            write(f)
+        _same(first, quadrature.compress(cylinder_rule(), 3, return_info=True))
+    assert len(solves) == 6
+
+
+def test_kept_rule_is_written_with_the_umask(kept):
+    # written through `tempfile`, an entry was its owner's only (0600) whatever the umask: in a
+    # folder shared between users, the others never read the rule back
+    folder, _ = kept
+    old = os.umask(0o022)
+    try:
+        quadrature.compress(cylinder_rule(), 2)
+    finally:
+        os.umask(old)
+    (entry,) = folder.glob("*.npz")
+    assert entry.stat().st_mode & 0o777 == 0o644
 
 
 def test_a_flat_rule_with_rounding_noise_across_is_named():

@@ -219,6 +219,7 @@ def test_kept_fit_is_read_back_under_its_key(tmp_path, monkeypatch):
     from softrigid.quadrature import _empirical
 
     folder = tmp_path / "quadrature"
+    reference = fitted()[0]  # the fit without a key (cached per process: fitted before the count)
     monkeypatch.setattr(_persistent_cache, "_rules", folder)
     fits = []
     fit = _empirical._fit
@@ -230,7 +231,7 @@ def test_kept_fit_is_read_back_under_its_key(tmp_path, monkeypatch):
     assert len(fits) == 1
     np.testing.assert_array_equal(again.points, first.points)
     np.testing.assert_array_equal(again.weights, first.weights)
-    np.testing.assert_array_equal(first.weights, fitted()[0].weights)  # as without the folder
+    np.testing.assert_array_equal(first.weights, reference.weights)  # as without the folder
     quadrature.empirical(cylinder_rule(), near_singular, samples, key="other")
     quadrature.empirical(cylinder_rule(), near_singular, samples[:6], key="near")
     _, info = quadrature.empirical(
@@ -239,6 +240,10 @@ def test_kept_fit_is_read_back_under_its_key(tmp_path, monkeypatch):
     assert len(fits) == 4 and info.n_nodes == first.n_points
     quadrature.empirical(cylinder_rule(), near_singular, samples)  # no key: not kept
     assert len(list(folder.glob("*.npz"))) == 3
+    # samples that are not arrays are named with a key too (its hash read them first: "could
+    # not convert string to float")
+    with pytest.raises(TypeError, match="empirical: samples must be arrays"):
+        quadrature.empirical(cylinder_rule(), near_singular, {"a": samples, "t": "x"}, key="k")
 
 
 def _nan(rule, a):

@@ -396,6 +396,32 @@ def test_enable_compilation_cache_refuses_bad_arguments(tmp_path):
         sr.enable_compilation_cache(3)
 
 
+def test_a_relative_cache_folder_is_taken_where_it_was_given(tmp_path, monkeypatch):
+    # it followed the working directory of each later write (programs and rules went to
+    # another folder after a chdir)
+    from jax.experimental.compilation_cache import compilation_cache
+
+    from softrigid import _persistent_cache
+
+    options = (
+        "jax_compilation_cache_dir",
+        "jax_persistent_cache_min_compile_time_secs",
+        "jax_persistent_cache_min_entry_size_bytes",
+    )
+    before = [getattr(jax.config, k) for k in options], _persistent_cache._rules
+    monkeypatch.chdir(tmp_path)
+    try:
+        path = sr.enable_compilation_cache("relative")
+        assert path == tmp_path / "relative" and path.is_absolute()
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "relative")
+        assert _persistent_cache._rules == tmp_path / "relative" / "quadrature"
+    finally:
+        for k, v in zip(options, before[0]):
+            jax.config.update(k, v)
+        _persistent_cache._rules = before[1]
+        compilation_cache.reset_cache()
+
+
 _FAST = """
 import json, os, sys
 import jax

@@ -109,11 +109,9 @@ def _integrands(
     return out, jax.lax.map(lambda e: pullback(e)[0], eye, batch_size=_COTANGENTS)
 
 
-def _snapshots(
-    rule: QuadratureRule, integrals: Callable[[QuadratureRule, Any], Any], samples: Any
-) -> np.ndarray:
-    """`(S m, K)`: `_integrands` at each of the `S` samples (a pytree with a leading sample
-    axis), one sample at a time (the intermediates of one sample's passes, not of all)."""
+def _checked_samples(samples: Any) -> Any:
+    """The samples as JAX arrays, each with the same leading sample axis of at least one
+    sample, or a `TypeError`/`ValueError` naming them."""
     try:
         samples = jax.tree.map(jnp.asarray, samples)
     except TypeError as err:
@@ -125,9 +123,18 @@ def _snapshots(
             "empirical: samples must be arrays with one leading sample axis of at least one "
             f"sample, got shapes {[leaf.shape for leaf in leaves]}"
         )
+    return samples
+
+
+def _snapshots(
+    rule: QuadratureRule, integrals: Callable[[QuadratureRule, Any], Any], samples: Any
+) -> np.ndarray:
+    """`(S m, K)`: `_integrands` at each of the `S` samples (a pytree with a leading sample
+    axis, `_checked_samples`), one sample at a time (the intermediates of one sample's passes,
+    not of all)."""
     w = np.asarray(rule.weights)
     rows = []
-    for i in range(count.pop()):
+    for i in range(jax.tree.leaves(samples)[0].shape[0]):
         values, row = (
             np.asarray(a)
             for a in _integrands(integrals, rule, jax.tree.map(lambda a, i=i: a[i], samples))
@@ -321,6 +328,8 @@ def empirical(
     return_info = as_flag("empirical: return_info", return_info)
     if key is not None and not isinstance(key, str):
         raise TypeError(f"empirical: key must be a string or None, got {type(key).__name__}")
+    # checked before the key's hash reads them (a text leaf failed there, unnamed)
+    samples = _checked_samples(samples)
     tag = None if key is None else _tag(key, float(tol), samples)
     found = None if tag is None or return_info else load(x, w, density, tag)
     if found is None:

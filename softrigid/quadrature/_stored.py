@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
+import secrets
 import warnings
 import zipfile
 from collections.abc import Iterable
@@ -78,11 +78,12 @@ def load(
     if path is None or not path.is_file():
         return None
     try:
-        with np.load(path) as f:
+        with np.load(path, allow_pickle=False) as f:
             found = Stored(
                 f["indices"], f["weights"], float(f["residual"]), int(f["rank"]), int(f["bound"])
             )
-    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+    except (OSError, KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile):
+        # (TypeError: an entry of another format, e.g. a lone array, or a field not a number)
         return None
     idx, u = found.indices, found.weights
     fits = (
@@ -107,16 +108,18 @@ def store(
     if path is None:
         return
     where = "compress" if isinstance(degree, int) else "empirical"
-    temporary = None
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as f:
-            temporary = Path(f.name)
+        # created with the process's umask, as JAX's program entries beside it (a temporary
+        # file of `tempfile` is its owner's only, so other users of a shared folder never
+        # read the rule back)
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(descriptor, "wb") as f:
             np.savez(f, **found._asdict())
         os.replace(temporary, path)
     except OSError as err:
-        if temporary is not None:
-            temporary.unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         warnings.warn(
             f"{where}: could not keep the rule in {str(path.parent)!r} ({err})", stacklevel=3
         )

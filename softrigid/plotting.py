@@ -45,7 +45,8 @@ def backbones(robot: Robot, q: Array, n: int = 16) -> list[Array]:
     """World polylines `(n, 3)` of every body's axis at `q`.
 
     A soft body's axis is the image of `(0, 0, x3)`, `x3 ∈ [0, L]` with `L` the third
-    coordinate of its volume's pivot; a rigid body is drawn from its proximal origin through its
+    coordinate of its volume's pivot; a rigid body, and a soft body whose volume has no pivot
+    (a mesh whose distal face is not flat), is drawn from its proximal origin through its
     centre of mass to its distal origin.
     """
     robot = check_robot(robot)
@@ -70,7 +71,10 @@ def _backbones(robot: Robot, q: Array, n: int) -> list[Array]:
             pts = body.map_points(qb, axis)
         else:
             _, tb = body.distal_pose(qb)
-            pts = jnp.stack([jnp.zeros(3), body.mass_points(qb)[0].mean(0), tb])
+            # the centre of mass (a body without a pivot: the masses' mean, not the nodes')
+            points, masses = body.mass_points(qb)
+            com = masses @ points / jnp.sum(masses)
+            pts = jnp.stack([jnp.zeros(3, q.dtype), com, tb])
         lines.append(pts @ rot.T + trans)
     return lines
 
@@ -121,17 +125,34 @@ def plot_trajectory(
         )
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
-    for j in range(q.shape[1]):
-        ax.plot(t, q[:, j], label=labels[j] if labels else f"q{j + 1}")
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel("q [rad, m]")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small", ncol=2)
-    fig.tight_layout()
+    try:
+        for j in range(q.shape[1]):
+            ax.plot(t, q[:, j], label=f"q{j + 1}" if labels is None else labels[j])
+        ax.set_xlabel("t [s]")
+        ax.set_ylabel("q [rad, m]")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize="small", ncol=2)
+        return _save(plt, fig, path)
+    finally:  # also when drawing or saving fails: no figure left open
+        plt.close(fig)
+
+
+def _save(plt: Any, fig: Any, path: str | Path) -> Path:
+    """Save `fig` to `path`; the file written (matplotlib appends its default format's suffix,
+    `savefig.format`, to a path without one)."""
     path = Path(path)
+    fig.tight_layout()
     fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return path
+    return path if path.suffix else path.with_name(f"{path.name}.{plt.rcParams['savefig.format']}")
+
+
+def _time_labels(times: np.ndarray) -> list[str]:
+    """`t = … s` for each time, with as many decimals as tell them apart (at least 2)."""
+    for decimals in range(2, 10):
+        labels = [f"t = {x:.{decimals}f} s" for x in times]
+        if len(set(labels)) == len(set(times.tolist())):
+            return labels
+    return [f"t = {x!r} s" for x in times.tolist()]
 
 
 def plot_snapshots(
@@ -151,29 +172,30 @@ def plot_snapshots(
     times = np.atleast_1d(np.asarray(times, dtype=float))
     if times.ndim != 1 or times.size == 0 or not np.all(np.isfinite(times)):
         raise ValueError(f"plot_snapshots: times must be finite numbers, got {times}")
+    # the samples nearest the times, each drawn once (times between two samples, or a
+    # trajectory of one sample, snap to the same one)
+    frames = list(dict.fromkeys(int(np.argmin(np.abs(t - time))) for time in times))
     plt = _pyplot()
     a, b = _AXES[plane]
     fig, ax = plt.subplots(figsize=(5, 5))
-    cmap = plt.get_cmap("viridis")
-    for k, time in enumerate(times):
-        idx = int(np.argmin(np.abs(t - time)))
-        colour = cmap(k / max(1, len(times) - 1))
-        for j, line in enumerate(backbones(robot, traj.q[idx])):
-            line = np.asarray(line)
-            ax.plot(
-                line[:, a],
-                line[:, b],
-                color=colour,
-                lw=3 if j else 4,
-                label=f"t = {t[idx]:.2f} s" if j == 0 else None,
-            )
-    ax.set_aspect("equal")
-    ax.set_xlabel(f"{plane[0]} [m]")
-    ax.set_ylabel(f"{plane[1]} [m]")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return path
+    try:
+        cmap = plt.get_cmap("viridis")
+        for k, (idx, label) in enumerate(zip(frames, _time_labels(t[frames]))):
+            colour = cmap(k / max(1, len(frames) - 1))
+            for j, line in enumerate(backbones(robot, traj.q[idx])):
+                line = np.asarray(line)
+                ax.plot(
+                    line[:, a],
+                    line[:, b],
+                    color=colour,
+                    lw=3 if j else 4,
+                    label=label if j == 0 else None,
+                )
+        ax.set_aspect("equal")
+        ax.set_xlabel(f"{plane[0]} [m]")
+        ax.set_ylabel(f"{plane[1]} [m]")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+        return _save(plt, fig, path)
+    finally:  # also when drawing or saving fails: no figure left open
+        plt.close(fig)

@@ -74,3 +74,49 @@ def test_plots_name_bad_trajectories_labels_and_times(tmp_path):
     for q in (traj.q + 1j, traj.q > 0):
         with pytest.raises(TypeError, match="traj.q must be real numbers, got dtype"):
             plotting.plot_trajectory(traj._replace(q=q), tmp_path / "t.png")
+
+
+def test_plots_return_the_file_written_and_close_their_figures(tmp_path, monkeypatch):
+    # a path without a suffix came back as given while matplotlib wrote `.png`; labels as a
+    # NumPy array of 2 failed ("truth value of an array"); a failing call left its figure open;
+    # snapshots 1 ms apart were all labelled "t = 0.00 s", and a one-sample trajectory was
+    # drawn six times
+    import matplotlib.pyplot as plt
+
+    link = sr.Link(joints.Revolute((0.0, 1.0, 0.0)), sr.RigidBody(1.0, (0, 0, 0.1), np.eye(3)))
+    robot = sr.Robot([link, link])
+    t = jnp.arange(6) * 1e-3
+    q = jnp.stack([jnp.linspace(0, 1, 6), jnp.linspace(0, -1, 6)], 1)
+    traj = sr.Trajectory(t, q, jnp.zeros_like(q), jnp.zeros((6, 0)))
+    written = plotting.plot_trajectory(traj, tmp_path / "q_of_t", labels=np.array(["a", "b"]))
+    assert written == tmp_path / "q_of_t.png" and written.exists()
+    assert plotting.plot_snapshots(robot, traj, tmp_path / "s") == tmp_path / "s.png"
+    closed = []
+    close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: (closed.append(fig), close(fig)))
+    plotting.plot_snapshots(robot, traj, tmp_path / "s.png")
+    labels = [x.get_text() for x in closed[-1].axes[0].get_legend().get_texts()]
+    assert labels == [f"t = 0.00{k} s" for k in range(6)]
+    single = sr.Trajectory(t[:1], q[:1], q[:1], jnp.zeros((1, 0)))
+    plotting.plot_snapshots(robot, single, tmp_path / "one.png")
+    assert len(closed[-1].axes[0].get_lines()) == 2  # one snapshot of two links
+    before = plt.get_fignums()
+    for bad in (tmp_path / "x.xyz", tmp_path / "missing" / "x.png"):
+        with pytest.raises((ValueError, OSError)):
+            plotting.plot_trajectory(traj, bad)
+    with pytest.raises(ValueError, match="q must have shape"):
+        plotting.plot_snapshots(sr.Robot([link]), traj, tmp_path / "s.png")
+    assert plt.get_fignums() == before
+
+
+def test_a_soft_body_without_pivot_is_drawn_through_its_centre_of_mass():
+    # its middle point was the nodes' unweighted mean
+    rule = quadrature.cylinder(0.02, 0.3, 3, 2, 4)
+    density = 1000.0 + 3000.0 * np.asarray(rule.points)[:, 2]  # heavier towards the tip
+    volume = quadrature.QuadratureRule(rule.points, rule.weights)
+    soft = sr.SoftBody(kinematics.PlanarConstantCurvature(0.3), volume, density)
+    robot = sr.Robot([sr.Link(joints.Revolute((0.0, 1.0, 0.0)), soft)])
+    assert soft.volume.pivot is None
+    line = plotting.backbones(robot, jnp.zeros(2))[0]
+    w = np.asarray(rule.weights) * density
+    np.testing.assert_allclose(line[1], w @ np.asarray(rule.points) / w.sum(), atol=1e-15)

@@ -8,6 +8,7 @@ trips through VTU / PVD / XDMF, and the area and enclosed volume of a box's surf
 import warnings
 import xml.etree.ElementTree as ET
 
+import jax.numpy as jnp
 import meshio
 import numpy as np
 import pytest
@@ -520,3 +521,26 @@ def test_float32_drawing_equals_float64_and_writes_without_warnings(tmp_path):
             float(np.float32(0.01)), float(np.float32(0.02)), float(np.float32(0.2))
         ).points.shape
     )
+
+
+def test_xdmf_needs_h5py_or_a_robot_defined_at_zero(robot, tmp_path, monkeypatch):
+    # write_state's XDMF failed inside meshio ("No module named 'h5py'") after the robot was
+    # drawn; a trajectory's XDMF reference at q = 0 of a map undefined there was named as a
+    # generic non-finite value of links_world_points
+    import importlib.util
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "h5py" else found(name, *a)
+    )
+    with pytest.raises(ValueError, match=r"s.xdmf: meshio's XDMF writer needs h5py"):
+        sio.write_state(tmp_path / "s.xdmf", robot, np.zeros(robot.n_q))
+    assert not (tmp_path / "s.xdmf").exists()
+    monkeypatch.undo()
+    body = sr.SoftBody(
+        lambda x, q: x * (1.0 + jnp.log(q[0])), cylinder(0.01, 0.1), density=1000.0, n_q=1
+    )
+    log_map = sr.Robot([sr.Link(joints.Fixed(), body)])
+    sio.write_trajectory(tmp_path / "f.pvd", log_map, [0.0, 1.0], [[1.0], [1.2]])
+    with pytest.raises(ValueError, match=r"f.xdmf: an XDMF file's reference geometry is the robot"):
+        sio.write_trajectory(tmp_path / "f.xdmf", log_map, [0.0, 1.0], [[1.0], [1.2]])

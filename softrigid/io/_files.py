@@ -47,8 +47,14 @@ def write_state(path: str | os.PathLike, robot: Robot, q: Any, meshes: Any = Non
     point field `material_coordinates`. A format meshio cannot write (an unknown suffix, cells
     it cannot hold) is a `ValueError` naming the file: formats other than `.vtu`, `.vtk` and
     XDMF are read back, and a file that lost cells (meshio leaves out, with a printed warning,
-    the cells a surface format such as `.stl`, `.off` or `.ply` cannot hold) is removed."""
+    the cells a surface format such as `.stl`, `.off` or `.ply` cannot hold) is removed. XDMF
+    needs `h5py` (meshio's writer imports it; refused up front without it)."""
     path = _path("write_state", path)
+    if path.suffix.lower() in (".xdmf", ".xmf") and importlib.util.find_spec("h5py") is None:
+        raise ValueError(
+            f"write_state: {path.name}: meshio's XDMF writer needs h5py (pip install h5py); "
+            "`.vtu` needs nothing, and write_trajectory writes XDMF with its data inline"
+        )
     refs = reference_meshes(robot, meshes, stacklevel=3)
     q = _configurations(robot, q, batched=False)
     merged = _merge(refs)
@@ -141,7 +147,14 @@ def write_trajectory(
     if suffix == ".pvd":
         _write_pvd(path, merged, material, times, positions)
     else:
-        reference = _positions(robot, np.zeros((1, robot.n_q)), refs)[0]
+        try:
+            reference = _positions(robot, np.zeros((1, robot.n_q)), refs)[0]
+        except ValueError as err:  # the frames checked out: the trouble is at q = 0
+            raise ValueError(
+                f"write_trajectory: {path.name}: an XDMF file's reference geometry is the robot "
+                f"at q = 0, where its positions cannot be computed ({err}); write `.pvd` (no "
+                "reference) for a robot not defined at q = 0"
+            ) from None
         _write_xdmf(path, merged, material, reference, times, positions, data_format)
 
 

@@ -140,12 +140,12 @@ def grouped_world_array(
     """`R_i f_i(x, q_B) + t_i` for every entry `(i, points (M, 3))`, material points of link
     `i`'s body, `(R_i, t_i)` its proximal pose, in one array `(P, 3)`, with each entry's rows
     `[a, b)` in it (a caller that gathers the points again, such as tendons' routes, takes
-    them from one array, not from a slice per entry). The entries of one link are mapped in one call, and
-    the links of a group of identical bodies in one `vmap` (each link's points padded to the
-    group's largest set with copies of its first point), so a model traces and compiles each
-    body's map once, not once per link or entry. Where every link of a group has entries (a
-    tendon through every segment), the same call maps the body's distal frame too: one
-    evaluation of each body's map for the chain's poses and the points."""
+    them from one array, not from a slice per entry). The entries of one link are mapped in
+    one call, and the links of a group of identical bodies in one `vmap` (each link's points
+    padded to the group's largest set with copies of its first point), so a model traces and
+    compiles each body's map once, not once per link or entry. Where every link of a group has
+    entries (a tendon through every segment), the same call maps the body's distal frame too:
+    one evaluation of each body's map for the chain's poses and the points."""
     of_link: dict[int, list[int]] = {}
     for e, (i, _) in enumerate(entries):
         of_link.setdefault(i, []).append(e)

@@ -30,11 +30,14 @@ def _inertia_faults(inertia: Any, xp: Any) -> tuple[Any, Any]:
     finite = xp.all(xp.isfinite(inertia))
     i = xp.where(finite, inertia, 0.0)
     scale = xp.maximum(1.0, xp.abs(i).max())
-    asymmetric = xp.any(xp.abs(i - i.T) > 1e-12 * scale + 1e-5 * xp.abs(i.T))
-    ev = xp.linalg.eigvalsh(i)
-    tol = 1e-12 * xp.maximum(1.0, ev[2])
+    # in units of the largest entry above 1 (the same tests; moments near the largest float,
+    # 1e308, overflowed in the sums and passed the triangle inequality as inf)
+    unit = i / scale
+    asymmetric = xp.any(xp.abs(unit - unit.T) > 1e-12 + 1e-5 * xp.abs(unit.T))
+    ev = xp.linalg.eigvalsh(unit)
+    tol = 1e-12 * xp.maximum(1.0 / scale, ev[2])
     faults = xp.stack([~finite, asymmetric, ev[0] < -tol, ev[0] + ev[1] < ev[2] - tol])
-    return faults, ev
+    return faults, ev * scale
 
 
 def _check_inertia(inertia: Array) -> Array:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -376,3 +377,19 @@ def test_zero_dimensional_integer_arrays_are_link_indices():
     np.testing.assert_allclose(points, sr.world_points(robot, jnp.zeros(2), 1, jnp.zeros((1, 3))))
     with pytest.raises(TypeError, match="link must be a non-negative integer index"):
         JointMotor(np.array(1.5))
+
+
+def test_inertia_checks_do_not_overflow_near_the_largest_float():
+    # moments of 1e308: the triangle inequality's sum overflowed (a RuntimeWarning) and inf
+    # passed it; checked in units of the largest entry, a valid tensor passes quietly and an
+    # invalid one is named, at build time and inside jit
+    big = 1e308 * np.eye(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sr.RigidBody(1.0, (0.0, 0.0, 0.1), big)
+    bad = 0.4e308 * np.diag([1.0, 1.0, 3.0])
+    with pytest.raises(ValueError, match="violate the triangle inequality"):
+        sr.RigidBody(1.0, (0.0, 0.0, 0.1), bad)
+    build = jax.jit(lambda i: sr.RigidBody(1.0, (0.0, 0.0, 0.1), i).inertia)
+    with pytest.raises(RUNTIME_ERRORS, match="violate the triangle inequality"):
+        jax.block_until_ready(build(jnp.asarray(bad)))

@@ -14,6 +14,7 @@ renamed); one that cannot be read or does not fit the input rule is ignored and 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -119,7 +120,8 @@ def store(
             np.savez(f, **found._asdict())
         os.replace(temporary, path)
     except OSError as err:
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # (its folder may not exist or be a file)
+            temporary.unlink(missing_ok=True)
         warnings.warn(
             f"{where}: could not keep the rule in {str(path.parent)!r} ({err})", stacklevel=3
         )

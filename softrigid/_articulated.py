@@ -172,15 +172,22 @@ def _inward(n_joint: int, mm: Products, carry: tuple[Array, Array], x: _Links) -
 
 
 def _unpack(n: int, packed: Array) -> tuple[Array, Array, Array, Array]:
-    """`(D⁻¹ Uᵀ (size, n, 6), D⁻¹ u (size, n), D positive definite (size,), D finite (size,))`
-    from the inward pass's rows `(size, 8 n + 1)` of a group of links with `n` coordinates."""
+    """`(D⁻¹ Uᵀ (size, n, 6), D⁻¹ u (size, n), failed (size,), D finite (size,))` from the
+    inward pass's rows `(size, 8 n + 1)` of a group of links with `n` coordinates; `failed` is
+    the link's first coordinate whose Cholesky pivot failed, `n` when `D` is positive definite
+    (pivot `k` fails when coordinate `k` moves nothing its link's coordinates `0 … k−1` do not
+    move already)."""
     sol = packed[:, : 7 * n].reshape(packed.shape[0], n, 7)
     pivots = packed[:, 7 * n : 8 * n]
     # positive, and not vanishing against the link's largest (1e-7: D singular to rounding,
     # e.g. a rotation vector at |φ| = 2π, where D has eigenvalues of 1e-35 beside 1e-2)
     largest = jnp.max(pivots, axis=1, keepdims=True, initial=0.0)
-    ok = jnp.all(jnp.isfinite(pivots) & (pivots > 0) & (pivots > 1e-7 * largest), axis=1)
-    return sol[:, :, :6], sol[:, :, 6], ok, packed[:, 8 * n] > 0
+    good = jnp.isfinite(pivots) & (pivots > 0) & (pivots > 1e-7 * largest)
+    if n == 0:  # fixed joints on rigid bodies: nothing to solve
+        failed = jnp.zeros(packed.shape[0], int)
+    else:
+        failed = jnp.where(jnp.all(good, axis=1), n, jnp.argmin(good, axis=1))
+    return sol[:, :, :6], sol[:, :, 6], failed, packed[:, 8 * n] > 0
 
 
 def _outward(mm: Products, acc: Array, x: tuple[Array, ...]) -> tuple[Array, Array]:
@@ -259,31 +266,39 @@ def choose_solver(where: str, robot: Robot, solver: str) -> str:
     return solver
 
 
-def _check(robot: Robot, qdd: Array, ok: Array, finite: Array, q: Array) -> Array:
-    """`q̈` unchanged, with a run-time check that every `D_i` was positive definite; a `D_i`
-    that is not finite (the state or the model produced NaN or inf) is reported as such, and
-    first of all the configuration `q` (what every `D_i` depends on) where it is not finite
+def _check(robot: Robot, qdd: Array, failed: Array, finite: Array, q: Array) -> Array:
+    """`q̈` unchanged, with a run-time check that every `D_i` was positive definite, naming
+    the coordinate whose Cholesky pivot failed (`failed` `(N,)`, `n_i` where none did); a
+    `D_i` that is not finite (the state or the model produced NaN or inf) is reported as such,
+    and first of all the configuration `q` (what every `D_i` depends on) where it is not finite
     (inside `jit`, where the public function could not check it)."""
-    slices = robot.q_slices()
-    # message 2i: D_i singular, 2i + 1: D_i not finite; the largest index among the failing
-    # links is the most distal one (the inward pass runs tip to base and a singular or
-    # non-finite D_i spoils every D_j, j < i: the distal one is the cause)
+    # link i's messages at offset_i = start_i + i: one per coordinate k (D_i's pivot k), then
+    # one for a non-finite D_i; the largest index among the failing links is the most distal
+    # one (the inward pass runs tip to base and a singular or non-finite D_i spoils every D_j,
+    # j < i: the distal one is the cause)
     msgs: tuple[str, ...] = ()
-    for i, sl in enumerate(slices):
-        coordinate = describe_coordinate(robot, sl.start) if sl.stop > sl.start else ""
+    offsets, sizes = [], []
+    for i, sl in enumerate(robot.q_slices()):
+        offsets.append(len(msgs))
+        sizes.append(sl.stop - sl.start)
+        for j in range(sl.start, sl.stop):
+            msgs += (
+                f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not "
+                f"positive definite at {describe_coordinate(robot, j)}: it moves nothing that "
+                "the link's earlier coordinates do not move already (e.g. a map through "
+                "stop_gradient or that ignores it, a massless body, a rotation vector at "
+                "|φ| = 2π: simulate re-charts it).",
+            )
+        where = f" ({describe_coordinate(robot, sl.start)} or another)" if sizes[-1] else ""
         msgs += (
             f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not "
-            f"positive definite ({coordinate} or another coordinate of the link): nothing in "
-            "the model moves with it (e.g. a map through stop_gradient or that ignores q, a "
-            "massless body, a rotation vector at |φ| = 2π: simulate re-charts it).",
-            f"{PREFIX}forward_dynamics: the articulated inertia D_{i} of link {i} is not finite "
-            f"({coordinate} or another coordinate of the link).{NON_FINITE_HINT}",
+            f"finite{where}.{NON_FINITE_HINT}",
         )
     msgs += (f"{PREFIX}forward_dynamics: the argument q contains non-finite values (NaN or inf).",)
-    index = jnp.where(
-        jnp.all(jnp.isfinite(q)), 2 * jnp.arange(ok.shape[0]) + ~finite, len(msgs) - 1
-    )
-    return raise_if(qdd, ~ok, index, msgs)
+    size = jnp.asarray(sizes, int)
+    bad = ~finite | (failed < size)
+    index = jnp.asarray(offsets, int) + jnp.where(finite, failed, size)
+    return raise_if(qdd, bad, jnp.where(jnp.all(jnp.isfinite(q)), index, len(msgs) - 1), msgs)
 
 
 def articulated_accelerations(
@@ -307,12 +322,12 @@ def articulated_accelerations(
         carry, packed = jax.lax.scan(step, carry, links[k], reverse=True)
         solved[k] = _unpack(groups[k].n, packed)
     acc = jnp.concatenate([-robot.gravity.astype(dtype), jnp.zeros(3, dtype)])
-    parts, ok, finite = [], [], []
-    for lk, (dinv_ut, dinv_u, good, fin), mm in zip(links, solved, mms):
+    parts, failed, finite = [], [], []
+    for lk, (dinv_ut, dinv_u, first, fin), mm in zip(links, solved, mms):
         xs = (lk.rot, lk.trans, lk.phi, lk.c, dinv_ut.astype(dtype), dinv_u.astype(dtype))
         acc, qdd = jax.lax.scan(functools.partial(_outward, mm), acc, xs)
         parts.append(qdd.reshape(-1))
-        ok.append(good)
+        failed.append(first)
         finite.append(fin)
     qdd = rec.concat(parts)
-    return _check(robot, qdd, rec.concat(ok), rec.concat(finite), q) if check else qdd
+    return _check(robot, qdd, rec.concat(failed), rec.concat(finite), q) if check else qdd

@@ -251,7 +251,7 @@ def test_singular_mass_matrix_is_reported():
     with pytest.raises(
         ValueError,
         match=r"forward_dynamics: the articulated inertia D_1 of link 1 is not positive "
-        r"definite \(link 1, body coordinate 0",
+        r"definite at link 1, body coordinate 0 ",
     ):
         sr.forward_dynamics(robot, z, z, z)
 

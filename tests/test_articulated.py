@@ -204,15 +204,16 @@ def test_batched_with_a_link_without_coordinates():
 
 
 def _frozen_robot():
-    # a body map through stop_gradient: its coordinate has no inertia (D_1 = 0)
+    # a body map whose second coordinate goes through stop_gradient: it has no inertia (the
+    # second Cholesky pivot of D_1 vanishes; the first coordinate bends the body)
     def frozen(x, q):
-        return x + jax.lax.stop_gradient(q[0]) * jnp.array([x[2], 0.0, 0.0])
+        return x + (q[0] + jax.lax.stop_gradient(q[1])) * jnp.array([x[2], 0.0, 0.0])
 
     body = sr.SoftBody(
         frozen,
         VOLUME,
         density=1000.0,
-        n_q=1,
+        n_q=2,
         pivot=(0.0, 0.0, LENGTH),
         contact_points=((0.02, 0.0, LENGTH), (0.0, 0.02, LENGTH)),
     )
@@ -220,18 +221,21 @@ def _frozen_robot():
     return sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), rigid), sr.Link(joints.Fixed(), body)])
 
 
-def test_singular_articulated_inertia_is_reported():
+def test_singular_articulated_inertia_names_the_coordinate():
     robot = _frozen_robot()
-    z = jnp.zeros(2)
+    z = jnp.zeros(3)
     message = (
         r"forward_dynamics: the articulated inertia D_1 of link 1 is not positive definite "
-        r"\(link 1, body coordinate 0"
+        r"at link 1, body coordinate 1 "
     )
     with pytest.raises(ValueError, match=message):
         sr.forward_dynamics(robot, z, z, z, solver="articulated")
     jitted = jax.jit(lambda q: articulated_accelerations(robot, q, z, z))
     with pytest.raises(Exception, match=message):
         jax.block_until_ready(jitted(z))
+    nan = jnp.array([0.0, jnp.nan, 0.0])
+    with pytest.raises(Exception, match="the argument q contains non-finite values"):
+        jax.block_until_ready(jitted(nan))
 
 
 def test_light_links_beside_a_heavy_base_solve_in_both_solvers():

@@ -300,6 +300,11 @@ def test_write_trajectory_errors(robot, tmp_path, args, message):
         sio.write_trajectory(
             tmp_path / "r.pvd", robot, np.zeros(2), np.zeros((2, 5)), data_format="xml "
         )
+    # HDF5 for a .pvd series was accepted and ignored (its frames are .vtu)
+    with pytest.raises(ValueError, match=r"r\.pvd: data_format='HDF' applies to \.xdmf files"):
+        sio.write_trajectory(
+            tmp_path / "r.pvd", robot, np.zeros(2), np.zeros((2, 5)), data_format="HDF"
+        )
     with pytest.raises(ValueError, match=r"path must end in \.pvd or \.xdmf"):
         sio.read_trajectory(tmp_path / "x.vtu")
 

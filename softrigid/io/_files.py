@@ -121,7 +121,7 @@ def write_trajectory(
             `(S, n_q)` configurations (e.g. a `softrigid.Trajectory`'s `t` and `q`).
         meshes: as in `body_meshes`.
         data_format: XDMF only: `"XML"` (inline text, exact float64 round trip, no extra
-            dependency) or `"HDF"` (needs `h5py`).
+            dependency) or `"HDF"` (needs `h5py`; refused for `.pvd`).
 
     Every frame carries the cell field `link` and the point field `material_coordinates`.
     """
@@ -132,6 +132,11 @@ def write_trajectory(
     if data_format not in ("XML", "HDF"):  # whatever the suffix: a typo is not ignored
         raise ValueError(
             f"write_trajectory: data_format must be 'XML' or 'HDF', got {data_format!r}"
+        )
+    if suffix == ".pvd" and data_format == "HDF":  # a .vtu per frame, written as XML
+        raise ValueError(
+            f"write_trajectory: {path.name}: data_format='HDF' applies to .xdmf files only (a "
+            ".pvd series is written as one .vtu per frame); write .xdmf for HDF5 data"
         )
     if suffix == ".xdmf" and data_format == "HDF" and importlib.util.find_spec("h5py") is None:
         raise ValueError(

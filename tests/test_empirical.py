@@ -115,9 +115,9 @@ def test_unsampled_states_where_polynomial_moments_fail():
 def test_chunked_solve_keeps_the_integrals(monkeypatch):
     """A large rule is solved chunk by chunk first (here forced with small chunks): the union
     of the chunks' sub-rules has the integrals of the whole, and so has the final rule."""
-    from softrigid.quadrature import _compress
+    from softrigid.quadrature import _subrules
 
-    monkeypatch.setattr(_compress, "_CHUNK_ENTRIES", 2**12)
+    monkeypatch.setattr(_subrules, "_CHUNK_ENTRIES", 2**12)
     rule, info = quadrature.empirical(
         cylinder_rule(), near_singular, jnp.linspace(0.002, 0.02, 12), return_info=True
     )

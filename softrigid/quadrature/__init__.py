@@ -12,7 +12,8 @@ from ._empirical import EmpiricalInfo, empirical
 from ._geometry import contains
 from ._mesh import from_mesh, tetrahedron
 from ._reference_mesh import ReferenceMesh
-from ._rule import GEOMETRIES, QuadratureRule, box, cylinder, segment, tube
+from ._rule import GEOMETRIES, QuadratureRule
+from ._shapes import box, cylinder, segment, tube
 from ._tetra import MAX_DEGREE, tetrahedron_rule
 
 __all__ = [

@@ -26,26 +26,22 @@ chunks has the same moments as the whole), which bounds the memory to a few hund
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Literal, NamedTuple, overload
 
-import jax.numpy as jnp
 import numpy as np
 from numpy.polynomial import legendre
 from scipy.optimize import nnls
 
 from .._checks import as_flag
-from .._module import is_concrete
 from ._rule import QuadratureRule
 from ._stored import Stored, load, store
+from ._subrules import check_rule, chunks, reduce_in_chunks, subset_rule
 
-__all__ = ["CompressionInfo", "check_rule", "compress", "reduce_in_chunks", "subset_rule"]
+__all__ = ["CompressionInfo", "compress"]
 
 _RANK_TOL = 1e-11  # singular values below this (relative) span numerically vanishing polynomials
 _SUPPORT_TOL = 1e-9  # a degree-⌊d/2⌋ polynomial this small on every node: the rule can't be exact
 _RESIDUAL_TOL = 1e-10  # relative moment residual above which compression is declared failed
-_CHUNK_ENTRIES = 2**23  # nodes × equations per least-squares problem (64 MB in float64)
-_LIST = 20
 
 
 class CompressionInfo(NamedTuple):
@@ -96,30 +92,6 @@ def _vandermonde(y: np.ndarray, exponents: np.ndarray) -> np.ndarray:
     return out
 
 
-def _chunks(n_nodes: int, n_eq: int) -> list[np.ndarray]:
-    """Consecutive index blocks with about `_CHUNK_ENTRIES / n_eq` nodes each."""
-    size = max(4 * n_eq, _CHUNK_ENTRIES // n_eq)
-    return np.array_split(np.arange(n_nodes), max(1, math.ceil(n_nodes / size)))
-
-
-def reduce_in_chunks(
-    n_nodes: int, n_eq: int, keep: Callable[[np.ndarray], np.ndarray]
-) -> np.ndarray:
-    """The node indices (increasing) left after `keep(sub) -> the kept part of sub` on
-    consecutive chunks of about `_CHUNK_ENTRIES / n_eq` nodes, repeated on the union while it
-    shrinks (the union of sub-rules with each chunk's moments has the moments of the whole;
-    a final solve on the result is the caller's)."""
-    idx = np.arange(n_nodes)
-    while True:
-        parts = _chunks(idx.size, n_eq)
-        if len(parts) == 1:
-            return idx
-        merged = np.concatenate([keep(idx[part]) for part in parts])
-        if merged.size >= idx.size:  # nothing more to gain from chunking
-            return idx
-        idx = merged
-
-
 def _orthonormal(
     y: np.ndarray, w: np.ndarray, exponents: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -128,7 +100,7 @@ def _orthonormal(
     factorization, stacked over chunks of nodes (TSQR), then an SVD of `R`."""
     rs = [
         np.linalg.qr(np.sqrt(w[part])[:, None] * _vandermonde(y[part], exponents), mode="r")
-        for part in _chunks(y.shape[0], exponents.shape[0])
+        for part in chunks(y.shape[0], exponents.shape[0])
     ]
     r = rs[0] if len(rs) == 1 else np.linalg.qr(np.concatenate(rs), mode="r")
     _, s, zt = np.linalg.svd(r)
@@ -150,7 +122,7 @@ def _moments(
 ) -> np.ndarray:
     """`A w`, accumulated over chunks of nodes."""
     out = 0.0
-    for part in _chunks(y.shape[0], exponents.shape[0]):
+    for part in chunks(y.shape[0], exponents.shape[0]):
         out = out + _system(y[part], None if rho is None else rho[part], exponents, t) @ w[part]
     return out
 
@@ -219,59 +191,6 @@ def _check_degree(degree: object) -> int:
     if not isinstance(degree, (int, np.integer)) or isinstance(degree, bool) or degree < 0:
         raise ValueError(f"compress: degree must be a non-negative integer, got {degree!r}")
     return int(degree)
-
-
-def check_rule(
-    rule: object, where: str = "compress"
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """`(points, weights, density or None)` of a concrete, non-empty rule with finite points
-    and positive weights (`where` names the caller in the errors)."""
-    if not isinstance(rule, QuadratureRule):
-        raise TypeError(f"{where}: rule must be a QuadratureRule, got {type(rule).__name__}")
-    if not is_concrete(rule.points, rule.weights, rule.density):
-        raise ValueError(
-            f"{where}: rule must be concrete (call {where} once, outside jit, grad or vmap)"
-        )
-    x = np.asarray(rule.points, dtype=float)
-    w = np.asarray(rule.weights, dtype=float)
-    if x.shape[0] == 0:
-        raise ValueError(f"{where}: rule is empty (it has no nodes)")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{where}: rule has non-finite node coordinates")
-    bad = ~(np.isfinite(w) & (w > 0))
-    if bad.any():
-        idx = np.flatnonzero(bad)
-        text = ", ".join(str(i) for i in idx[:_LIST]) + (", ..." if idx.size > _LIST else "")
-        raise ValueError(
-            f"{where}: rule must have finite positive weights; {idx.size} are not (nodes "
-            f"[{text}]): a rule with negative weights has no positive compression"
-        )
-    rho = None if rule.density is None else np.asarray(rule.density, dtype=float)
-    return x, w, rho
-
-
-def subset_rule(
-    rule: QuadratureRule,
-    x: np.ndarray,
-    density: np.ndarray | None,
-    idx: np.ndarray,
-    u: np.ndarray,
-) -> QuadratureRule:
-    """The rule on the nodes `idx` of `rule` (points `x`) with weights `u`, keeping its
-    per-node density subset, frame points, geometry and mesh (`n_axial` dropped: a subset has
-    no rows)."""
-    return QuadratureRule(
-        jnp.asarray(x[idx]),
-        jnp.asarray(u),
-        pivot=rule.pivot,
-        contact_a=rule.contact_a,
-        contact_b=rule.contact_b,
-        density=None if density is None else jnp.asarray(density[idx]),
-        n_axial=None,
-        geometry=rule.geometry,
-        dimensions=rule.dimensions,
-        mesh=rule.mesh,
-    )
 
 
 def _normalized(density: np.ndarray | None) -> np.ndarray | None:

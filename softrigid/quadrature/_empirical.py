@@ -36,9 +36,9 @@ import numpy as np
 from scipy.optimize import nnls
 
 from .._checks import as_flag, is_real_number
-from ._compress import check_rule, reduce_in_chunks, subset_rule
 from ._rule import QuadratureRule
 from ._stored import Stored, hash_arrays, load, store
+from ._subrules import check_rule, reduce_in_chunks, subset_rule
 
 __all__ = ["EmpiricalInfo", "empirical"]
 

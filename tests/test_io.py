@@ -248,6 +248,29 @@ def test_xdmf_trajectory_round_trip(robot, link_mesh, trajectory, tmp_path):
         np.testing.assert_array_equal(links, np.repeat(np.arange(5), counts))
 
 
+def test_xdmf_hdf_series_keeps_its_data_next_to_it(
+    robot, link_mesh, trajectory, tmp_path, monkeypatch
+):
+    # meshio's time-series writer opened `<stem>.h5` in the working directory while the
+    # .xdmf refers to it next to itself: the series could not be read back, and a file of that
+    # name in the working directory was overwritten
+    pytest.importorskip("h5py")
+    t, q = trajectory
+    out, cwd = tmp_path / "out", tmp_path / "cwd"
+    out.mkdir()
+    cwd.mkdir()
+    (cwd / "run.h5").write_bytes(b"the user's own file")
+    monkeypatch.chdir(cwd)
+    with pytest.warns(UserWarning, match="line cells"):
+        sio.write_trajectory(out / "run.xdmf", robot, t, q, {2: link_mesh}, data_format="HDF")
+    assert (cwd / "run.h5").read_bytes() == b"the user's own file"
+    times, frames = sio.read_trajectory(out / "run.xdmf")
+    np.testing.assert_array_equal(times, t)
+    refs = sio.body_meshes(robot, {2: link_mesh})
+    for qk, frame in zip(q, frames):
+        np.testing.assert_allclose(frame.points, _world(qk, refs), rtol=0, atol=1e-15)
+
+
 def test_xdmf_with_quadratic_cells_beside_others_warns_that_meshio_cannot_read_it(tmp_path):
     # the file is valid XDMF, but meshio's mixed-topology reader knows no tetra10 size: the
     # warning says so at write time, and read_trajectory's error names the file

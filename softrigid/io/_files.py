@@ -205,6 +205,21 @@ def _write_pvd(
 _MIXED_READABLE = {"vertex", "line", "triangle", "quad", "tetra", "pyramid", "wedge", "hexahedron"}
 
 
+class _SeriesWriter(meshio.xdmf.TimeSeriesWriter):
+    """meshio's XDMF time-series writer with its HDF5 file next to the `.xdmf` (meshio 5.3
+    opens `<stem>.h5` in the working directory, while the `.xdmf` refers to it by name, i.e.
+    next to itself: the series could not be read back, and a file of that name in the working
+    directory was overwritten)."""
+
+    def __enter__(self) -> _SeriesWriter:
+        if self.data_format == "HDF":
+            import h5py
+
+            self.h5_filename = str(self.filename.with_suffix(".h5"))
+            self.h5_file = h5py.File(self.h5_filename, "w")
+        return self
+
+
 def _write_xdmf(
     path: Path,
     merged: meshio.Mesh,
@@ -238,7 +253,7 @@ def _write_xdmf(
             UserWarning,
             stacklevel=3,
         )
-    with meshio.xdmf.TimeSeriesWriter(path, data_format=data_format) as writer:
+    with _SeriesWriter(path, data_format=data_format) as writer:
         writer.write_points_cells(reference, cells)
         for time, pos in zip(times, positions):
             writer.write_data(

@@ -334,8 +334,28 @@ def test_write_trajectory_errors(robot, tmp_path, args, message):
 
 def test_write_state_names_a_file_meshio_cannot_write(robot, link_mesh, tmp_path):
     path = tmp_path / "state.unknown"
+    path.write_text("the user's own file")  # untouched by the failed write: kept
     with pytest.raises(ValueError, match=r"write_state: cannot write '.*state\.unknown' .*format"):
         sio.write_state(path, robot, Q, {2: link_mesh})
+    assert path.read_text() == "the user's own file"
+
+
+@pytest.mark.parametrize(
+    ("suffix", "message"),
+    [
+        # meshio wrote it without an error, a file it cannot read (DOLFIN XML's integer
+        # fields as `np.int64(0)`): reported written
+        (".xml", r"meshio wrote '.*state\.xml' but cannot read it back"),
+        # meshio's TetGen and Nastran writers failed half way: their partial files stayed
+        (".node", r"cannot write '.*state\.node'"),
+        (".bdf", r"cannot write '.*state\.bdf'"),
+    ],
+)
+def test_write_state_leaves_no_file_meshio_cannot_read(robot, tmp_path, suffix, message):
+    path = tmp_path / f"state{suffix}"
+    with pytest.raises(ValueError, match=message):
+        sio.write_state(path, robot, Q, {2: meshing.box((0.01, 0.01, L), (1, 1, 2))})
+    assert not path.exists()
 
 
 # ------------------------------------------------------------------ surfaces

@@ -28,14 +28,28 @@ def _path(where: str, path: Any) -> Path:
     return Path(path)
 
 
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """`(size, modification time in ns)` of an existing file, else `None`."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns
+
+
 def _write_mesh(where: str, path: Path, mesh: meshio.Mesh, **options: Any) -> None:
     """`meshio.write`, its failures (an unknown suffix, cells the format cannot hold) a
-    `ValueError` naming the file; `OSError`s (no such folder, no permission) pass unchanged."""
+    `ValueError` naming the file, with the partial file it left removed (a file that was there
+    before and that the failed write did not touch is kept); `OSError`s (no such folder, no
+    permission) pass unchanged."""
+    before = _stamp(path)
     try:
         meshio.write(path, mesh, **options)
     except OSError:
         raise
     except (Exception, SystemExit) as err:
+        if _stamp(path) != before:
+            path.unlink(missing_ok=True)
         raise ValueError(
             f"{where}: cannot write {str(path)!r} ({type(err).__name__}: {err})"
         ) from None
@@ -65,18 +79,28 @@ def write_state(path: str | os.PathLike, robot: Robot, q: Any, meshes: Any = Non
         _check_written(path, merged)
 
 
-# the suffixes whose meshio writers keep every cell type (the others are read back)
+# the suffixes whose meshio writers keep every cell type (the others are read back), and the
+# one meshio (5.3) writes but cannot read
 _HOLDS_ALL_CELLS = (".vtu", ".vtk", ".xdmf", ".xmf")
+_WRITE_ONLY = (".svg",)
 
 
 def _check_written(path: Path, mesh: meshio.Mesh) -> None:
-    """Read `path` back: a `ValueError` naming the file (and the file removed) where it holds
-    fewer cells than `mesh` (a format may convert cell types, e.g. Tecplot's tetrahedra to
-    degenerate hexahedra, but not drop cells)."""
+    """Read `path` back: a `ValueError` naming the file (and the file removed) where meshio
+    cannot read it (its DOLFIN XML writer, for one, writes integer fields as `np.int64(0)`,
+    its TetGen writer vector fields as `[0. 0. 0.]`) or where it holds fewer cells than
+    `mesh` (a format may convert cell types, e.g. Tecplot's tetrahedra to degenerate
+    hexahedra, but not drop cells)."""
+    if path.suffix.lower() in _WRITE_ONLY:  # nothing to compare
+        return
     try:
         back = meshio.read(path)
-    except Exception:  # a format meshio writes but cannot read: nothing to compare
-        return
+    except (Exception, SystemExit) as err:
+        path.unlink()
+        raise ValueError(
+            f"write_state: meshio wrote {str(path)!r} but cannot read it back "
+            f"({type(err).__name__}: {err}); the file was removed: write a .vtu"
+        ) from None
     written = sum(len(block.data) for block in mesh.cells)
     held = sum(len(block.data) for block in back.cells)
     if held < written:

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import meshio
 import numpy as np
 
 from ._checks import as_count
+from ._mesh_input import ceil_count, index_array, positive_float, real_array, sized_sequence
+from ._sections import counter_clockwise, disk_section, rectangle_section
 
 __all__ = [
     "boundary_faces",
@@ -48,54 +49,11 @@ _TET10_FACES = np.array(
 )
 
 
-def _positive_float(name: str, value: Any) -> float:
-    arr = None if isinstance(value, (str, bytes)) or value is None else np.asarray(value)
-    if arr is None or arr.dtype.kind not in "iuf" or arr.shape != ():
-        raise TypeError(f"{name} must be a finite positive number, got {value!r}")
-    v = float(arr)
-    if not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
-    return v
-
-
-def _real_array(name: str, value: Any, finite: bool = True) -> np.ndarray:
-    """A float64 copy of `value`: a `TypeError` naming it when it holds no real numbers
-    (strings, complex, objects, booleans), a `ValueError` when not finite (if `finite`)."""
-    arr = None if isinstance(value, (str, bytes)) or value is None else np.asarray(value)
-    if arr is None or arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
-    arr = arr.astype(float)
-    if finite and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
-    return arr
-
-
-def _index_array(name: str, value: Any) -> np.ndarray:
-    """Node indices as int64; integral floats are accepted, fractions and negatives refused."""
-    arr = None if isinstance(value, (str, bytes)) or value is None else np.asarray(value)
-    if arr is None or arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be an array of node indices, got {type(value).__name__}")
-    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
-        raise ValueError(f"{name} must hold integer node indices")
-    arr = arr.astype(np.int64)
-    if arr.size and arr.min() < 0:
-        raise ValueError(f"{name} must hold non-negative node indices")
-    return arr
-
-
-def _sequence(name: str, value: Any, n: int, what: str) -> Sequence[Any]:
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-        raise TypeError(f"{name} must be {what}, got {type(value).__name__} {value!r}")
-    if np.ndim(value) != 1 or len(value) != n:
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-    return value
-
-
 def tet_volumes(points: np.ndarray, cells: np.ndarray) -> np.ndarray:
     """Signed volumes `(E,)` of the linear tetrahedra on the first four nodes of each cell:
     `V = det[x1 − x0, x2 − x0, x3 − x0] / 6`."""
-    pts = _real_array("tet_volumes: points", points)
-    conn = _index_array("tet_volumes: cells", cells)
+    pts = real_array("tet_volumes: points", points)
+    conn = index_array("tet_volumes: cells", cells)
     if pts.ndim != 2 or pts.shape[1] != 3:
         raise ValueError(f"tet_volumes: points must have shape (N, 3), got {pts.shape}")
     if conn.ndim != 2 or conn.shape[1] not in (4, 10):
@@ -117,7 +75,7 @@ def boundary_faces(cells: np.ndarray) -> np.ndarray:
         `(F, 3)` triangles (or `(F, 6)` `triangle6` for `tetra10`), ordered counter-clockwise
         seen from outside (outward normals), in the order of first appearance.
     """
-    cells = _index_array("boundary_faces: cells", cells)
+    cells = index_array("boundary_faces: cells", cells)
     if cells.ndim != 2 or cells.shape[1] not in (4, 10):
         raise ValueError(
             f"boundary_faces: cells must have shape (E, 4) or (E, 10), got {cells.shape}"
@@ -129,94 +87,12 @@ def boundary_faces(cells: np.ndarray) -> np.ndarray:
     return faces[np.sort(first[counts == 1])]
 
 
-def _ring_strip(a: np.ndarray, b: np.ndarray) -> list[tuple[int, int, int]]:
-    """Triangles between two closed rings of node indices `a`, `b` (both starting at angle 0,
-    uniformly spaced, counter-clockwise): advance on the ring whose next node comes first."""
-    na, nb = len(a), len(b)
-    tris = []
-    i = j = 0
-    while i < na or j < nb:
-        advance_a = j == nb or (i < na and (i + 1) / na < (j + 1) / nb)
-        if advance_a:
-            tris.append((a[i % na], b[j % nb], a[(i + 1) % na]))
-            i += 1
-        else:
-            tris.append((a[i % na], b[j % nb], b[(j + 1) % nb]))
-            j += 1
-    return tris
-
-
-def disk_section(
-    radii: Sequence[float], n_angular: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Triangulated disk or annulus made of concentric rings.
-
-    Args:
-        radii: increasing ring radii; a first radius `0` puts one node at the centre (a disk),
-            otherwise the section is the annulus between the first and last radius.
-        n_angular: nodes on the outer ring; ring `j` gets `max(3, round(n_angular r_j / r_max))`
-            uniformly spaced nodes starting at angle 0 (so `6·j` nodes on ring `j` of a disk
-            with `n_angular = 6·n` gives near-equilateral triangles).
-
-    Returns:
-        `points (P, 2)`, counter-clockwise `triangles (T, 3)` and `band (T,)`, the index `j` of
-        the ring interval `[r_j, r_{j+1}]` each triangle lies in.
-    """
-    r = _real_array("disk_section: radii", radii)
-    if r.ndim != 1 or r.size < 2 or r[0] < 0:
-        raise ValueError(
-            f"disk_section: radii must be >= 2 finite non-negative values, got {radii!r}"
-        )
-    if np.any(np.diff(r) <= 0):
-        raise ValueError(f"disk_section: radii must be strictly increasing, got {radii!r}")
-    n_angular = as_count("disk_section: n_angular", n_angular, 3)
-    points: list[np.ndarray] = []
-    rings: list[np.ndarray] = []
-    start = 0
-    for rj in r:
-        m = 1 if rj == 0 else max(3, round(n_angular * rj / r[-1]))
-        ang = 2.0 * np.pi * np.arange(m) / m
-        points.append(np.stack([rj * np.cos(ang), rj * np.sin(ang)], -1))
-        rings.append(np.arange(start, start + m))
-        start += m
-    tris, band = [], []
-    for j in range(len(r) - 1):
-        strip = _ring_strip(rings[j], rings[j + 1])
-        if len(rings[j]) == 1:  # fan around the centre: drop the degenerate closing triangles
-            strip = [t for t in strip if len(set(t)) == 3]
-        tris += strip
-        band += [j] * len(strip)
-    pts = np.concatenate(points)
-    tri = _counter_clockwise(pts, np.array(tris, dtype=np.int64))
-    return pts, tri, np.array(band, dtype=np.int64)
-
-
-def rectangle_section(
-    width: float, height: float, n1: int, n2: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Triangulated rectangle `[−width/2, width/2] × [−height/2, height/2]`: an `n1 × n2` grid,
-    each cell cut along its diagonal. Returns `points (P, 2)` and counter-clockwise
-    `triangles (2·n1·n2, 3)`."""
-    width = _positive_float("rectangle_section: width", width)
-    height = _positive_float("rectangle_section: height", height)
-    n1 = as_count("rectangle_section: n1", n1)
-    n2 = as_count("rectangle_section: n2", n2)
-    x = np.linspace(-width / 2, width / 2, n1 + 1)
-    y = np.linspace(-height / 2, height / 2, n2 + 1)
-    pts = np.stack(np.meshgrid(x, y, indexing="ij"), -1).reshape(-1, 2)
-    idx = np.arange(pts.shape[0]).reshape(n1 + 1, n2 + 1)
-    a, b = idx[:-1, :-1].ravel(), idx[1:, :-1].ravel()
-    c, d = idx[1:, 1:].ravel(), idx[:-1, 1:].ravel()
-    tri = np.concatenate([np.stack([a, b, c], -1), np.stack([a, c, d], -1)])
-    return pts, _counter_clockwise(pts, tri)
-
-
 def _check_section(points: np.ndarray, tri: np.ndarray) -> None:
     """A `ValueError` for section triangles that overlap along an edge: oriented
     counter-clockwise, two triangles of a conforming triangulation run a shared edge in opposite
     directions, so a directed edge met twice is a repeated triangle or two on the same side of
     the edge (their prisms would overlap: the volume counted twice, silently)."""
-    ccw = _counter_clockwise(points, tri)
+    ccw = counter_clockwise(points, tri)
     directed = np.concatenate([ccw[:, [0, 1]], ccw[:, [1, 2]], ccw[:, [2, 0]]])
     edges, counts = np.unique(directed, axis=0, return_counts=True)
     if np.any(counts > 1):
@@ -225,15 +101,6 @@ def _check_section(points: np.ndarray, tri: np.ndarray) -> None:
             f"extrude: section triangles overlap along the edge ({i}, {j}) (a repeated triangle, "
             "or two on the same side of an edge): give a conforming triangulation"
         )
-
-
-def _counter_clockwise(points: np.ndarray, tri: np.ndarray) -> np.ndarray:
-    e1 = points[tri[:, 1]] - points[tri[:, 0]]
-    e2 = points[tri[:, 2]] - points[tri[:, 0]]
-    flip = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0] < 0
-    tri = tri.copy()
-    tri[flip] = tri[flip][:, [0, 2, 1]]
-    return tri
 
 
 def extrude(
@@ -265,10 +132,10 @@ def extrude(
             non-increasing levels, or an element that comes out degenerate (for instance too
             much twist per layer).
     """
-    sec = _real_array("extrude: section_points", section_points)
-    tri = _index_array("extrude: triangles", triangles)
-    levels = _real_array("extrude: z", z)
-    twist = _real_array("extrude: twist", twist)
+    sec = real_array("extrude: section_points", section_points)
+    tri = index_array("extrude: triangles", triangles)
+    levels = real_array("extrude: z", z)
+    twist = real_array("extrude: twist", twist)
     if twist.shape != ():
         raise ValueError(f"extrude: twist must be a scalar, got shape {twist.shape}")
     twist = float(twist)
@@ -327,12 +194,6 @@ def extrude(
     return meshio.Mesh(pts, [("tetra", cells)])
 
 
-def _ceil_count(ratio: float) -> int:
-    """`ceil(ratio)`, with a ratio within 1e-6 above an integer taken as that integer (sizes
-    rounded to float32: 0.2 / (0.02 / 3) is 30.0000011, not 31 layers)."""
-    return math.ceil(ratio * (1.0 - 1e-6))
-
-
 def _default_size(where: str, what: str, elements: int) -> None:
     if elements > MAX_DEFAULT_ELEMENTS:
         raise ValueError(
@@ -347,7 +208,7 @@ def _layers(
     """`n_axial + 1` levels on `[0, length]`; by default layers of height about `h`, refused
     above `MAX_DEFAULT_ELEMENTS` elements (name `n_axial` to have them)."""
     if n_axial is None:
-        n_axial = max(1, _ceil_count(length / h))
+        n_axial = max(1, ceil_count(length / h))
         _default_size(where, f"n_axial = {n_axial} layers", 3 * n_triangles * n_axial)
     return np.linspace(0.0, length, as_count(f"{where}: n_axial", n_axial) + 1)
 
@@ -372,8 +233,8 @@ def cylinder(
         A `meshio.Mesh` of `3·T·n_axial` positively oriented `tetra` elements, `T` section
         triangles (`6·n_radial²` by default).
     """
-    radius = _positive_float("cylinder: radius", radius)
-    length = _positive_float("cylinder: length", length)
+    radius = positive_float("cylinder: radius", radius)
+    length = positive_float("cylinder: length", length)
     n_radial = as_count("cylinder: n_radial", n_radial)
     if n_angular is None:
         n_angular = 6 * n_radial  # 6 n_radial² section triangles: checked before building
@@ -398,9 +259,9 @@ def tube(
     inside). Defaults: `n_angular` makes the section triangles about as wide as the ring
     spacing; `n_axial` makes the element height about the ring spacing.
     """
-    inner = _positive_float("tube: inner_radius", inner_radius)
-    outer = _positive_float("tube: outer_radius", outer_radius)
-    length = _positive_float("tube: length", length)
+    inner = positive_float("tube: inner_radius", inner_radius)
+    outer = positive_float("tube: outer_radius", outer_radius)
+    length = positive_float("tube: length", length)
     if inner >= outer:
         raise ValueError(
             f"tube: inner_radius ({inner}) must be smaller than outer_radius ({outer})"
@@ -408,7 +269,7 @@ def tube(
     n_radial = as_count("tube: n_radial", n_radial)
     h = (outer - inner) / n_radial
     if n_angular is None:
-        n_angular = max(6, _ceil_count(2.0 * math.pi * outer / h))
+        n_angular = max(6, ceil_count(2.0 * math.pi * outer / h))
         # a wall thin against its radius: 6 n_radial n_angular elements per layer
         _default_size("tube", f"n_angular = {n_angular} sides", 6 * n_radial * n_angular)
     n_angular = as_count("tube: n_angular", n_angular, 3)
@@ -420,9 +281,9 @@ def tube(
 def box(size: Sequence[float], divisions: Sequence[int] = (2, 2, 4)) -> meshio.Mesh:
     """Box `[−a/2, a/2] × [−b/2, b/2] × [0, L]`, `size = (a, b, L)`, on an
     `n1 × n2 × n3` grid (`divisions`), six tetrahedra per grid cell (exact geometry)."""
-    size = _sequence("box: size", size, 3, "(a, b, L)")
-    divisions = _sequence("box: divisions", divisions, 3, "(n1, n2, n3)")
-    a, b, length = (_positive_float(f"box: size[{i}]", s) for i, s in enumerate(size))
+    size = sized_sequence("box: size", size, 3, "(a, b, L)")
+    divisions = sized_sequence("box: divisions", divisions, 3, "(n1, n2, n3)")
+    a, b, length = (positive_float(f"box: size[{i}]", s) for i, s in enumerate(size))
     n1, n2, n3 = (as_count(f"box: divisions[{i}]", n) for i, n in enumerate(divisions))
     pts, tri = rectangle_section(a, b, n1, n2)
     return extrude(pts, tri, np.linspace(0.0, length, n3 + 1))

@@ -387,6 +387,8 @@ LAYERS = [
         "quadrature",
         "kinematics",
         "meshing",
+        "_mesh_input",
+        "_sections",
     },
     {
         "materials",

@@ -23,6 +23,7 @@ from .._cache import jit
 from .._chain import links_world_points
 from .._checks import is_real_dtype
 from .._entry import raise_runtime_errors
+from .._mesh_input import ceil_count, real_array
 from .._model import Robot
 from .._soft_body import SoftBody
 from ..quadrature import ReferenceMesh
@@ -68,7 +69,7 @@ def _geometry_mesh(volume: Any) -> meshio.Mesh | None:
         return meshing.cylinder(*dims, n_radial=3, n_angular=18, n_axial=layers)
     if volume.geometry == "tube":
         h = 0.5 * (dims[1] - dims[0])  # 2 rings, meshing.tube's default
-        sides = min(max(6, meshing._ceil_count(2.0 * math.pi * dims[1] / h)), _DRAW_SIDES)
+        sides = min(max(6, ceil_count(2.0 * math.pi * dims[1] / h)), _DRAW_SIDES)
         layers = _layers(dims[2], h, 12 * sides)
         return meshing.tube(*dims, n_radial=2, n_angular=sides, n_axial=layers)
     if volume.geometry == "box":
@@ -81,7 +82,7 @@ def _geometry_mesh(volume: Any) -> meshio.Mesh | None:
 
 def _layers(length: float, h: float, per_layer: int) -> int:
     """Layers about `h` high along `length`, at most `DRAW_ELEMENTS` elements in all."""
-    return max(1, min(meshing._ceil_count(length / h), DRAW_ELEMENTS // per_layer))
+    return max(1, min(ceil_count(length / h), DRAW_ELEMENTS // per_layer))
 
 
 def _box_divisions(dims: list[float]) -> tuple[int, ...]:
@@ -218,7 +219,7 @@ def _merge(refs: Sequence[meshio.Mesh | None]) -> meshio.Mesh:
 
 
 def _configurations(robot: Robot, q: Any, batched: bool) -> np.ndarray:
-    arr = meshing._real_array("q", q, finite=False)
+    arr = real_array("q", q, finite=False)
     shape = "(S, n_q)" if batched else "(n_q,)"
     if arr.ndim != (2 if batched else 1) or arr.shape[-1] != robot.n_q:
         raise ValueError(f"q must have shape {shape} with n_q = {robot.n_q}, got {arr.shape}")

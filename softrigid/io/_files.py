@@ -14,7 +14,7 @@ from typing import Any
 import meshio
 import numpy as np
 
-from .. import meshing
+from .._mesh_input import real_array
 from .._model import Robot
 from ..quadrature._mesh import read_mesh, reader_errors
 from ._bodies import _configurations, _merge, _positions, reference_meshes
@@ -116,7 +116,7 @@ def _check_written(path: Path, mesh: meshio.Mesh) -> None:
 def _times(t: Any, n: int) -> np.ndarray:
     if n == 0:
         raise ValueError("write_trajectory: the trajectory has no configurations (q has 0 rows)")
-    times = meshing._real_array("t", t, finite=False)
+    times = real_array("t", t, finite=False)
     if times.shape != (n,):
         raise ValueError(f"t must have shape ({n},), one time per configuration, got {times.shape}")
     if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import meshing
+from .._mesh_input import index_array, real_array
 
 __all__ = ["distal_points"]
 
@@ -51,12 +52,12 @@ def distal_points(
         `(pivot, contact_a, contact_b)` `(3,)` each, or `None` when the mesh has no flat face at
         its maximal `x3` (then give `pivot=` and `contact_points=` to `SoftBody`).
     """
-    points = meshing._real_array("distal_points: points", points, finite=False)
+    points = real_array("distal_points: points", points, finite=False)
     if points.ndim != 2 or points.shape[1] != 3 or not np.all(np.isfinite(points)):
         raise ValueError(
             f"distal_points: points must be finite with shape (N, 3), got shape {points.shape}"
         )
-    cells = meshing._index_array("distal_points: cells", cells)
+    cells = index_array("distal_points: cells", cells)
     if cells.ndim != 2 or cells.shape[1] not in (4, 10) or cells.shape[0] == 0:
         raise ValueError(
             f"distal_points: cells must have shape (E, 4) or (E, 10), E >= 1, got {cells.shape}"

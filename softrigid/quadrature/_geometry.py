@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial import ConvexHull, cKDTree
 
-from .. import meshing
+from .._mesh_input import real_array
 from .._module import is_concrete
 from ._rule import QuadratureRule
 
@@ -149,7 +149,7 @@ def contains(rule: QuadratureRule, points: Any, tol: float = INSIDE_TOL) -> np.n
 
 
 def _points(points: Any) -> np.ndarray:
-    arr = meshing._real_array("contains: points", points)
+    arr = real_array("contains: points", points)
     if arr.ndim not in (1, 2) or arr.shape[-1] != 3:
         raise ValueError(f"contains: points must have shape (M, 3) or (3,), got {arr.shape}")
     return arr

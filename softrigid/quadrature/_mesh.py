@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import meshio
 import numpy as np
 
-from .. import meshing
+from .._mesh_input import real_array
 from ._distal import distal_points
 from ._reference_mesh import (
     TET_TYPES,
@@ -130,7 +130,7 @@ def _density(density: Any, mesh: meshio.Mesh, blocks: list[int], n_elements: int
             )
         rho = np.concatenate(
             [
-                meshing._real_array(
+                real_array(
                     f"from_mesh: cell field {density!r}", mesh.cell_data[density][b], finite=False
                 )
                 for b in blocks
@@ -140,7 +140,7 @@ def _density(density: Any, mesh: meshio.Mesh, blocks: list[int], n_elements: int
             rho = rho[:, 0]
         what = f"cell field {density!r}"
     else:
-        rho = meshing._real_array("from_mesh: density", density, finite=False)
+        rho = real_array("from_mesh: density", density, finite=False)
         what = "density"
         if rho.ndim == 0:
             rho = np.full(n_elements, float(rho))
@@ -217,7 +217,7 @@ def from_mesh(mesh_or_path: Any, degree: int = 2, density: Any = None) -> Quadra
     mesh = _load(mesh_or_path)
     source = "the mesh" if isinstance(mesh_or_path, meshio.Mesh) else f"'{mesh_or_path}'"
     bary, w = _degree_rule("from_mesh", degree)
-    points = meshing._real_array("from_mesh: mesh points", mesh.points, finite=False)
+    points = real_array("from_mesh: mesh points", mesh.points, finite=False)
     if points.size == 0:
         raise ValueError(
             f"from_mesh: {source} has no points/tetrahedra (an empty mesh, or a file that is "
@@ -339,7 +339,7 @@ def tetrahedron(vertices: Any = None, degree: int = 2) -> QuadratureRule:
     verts = (
         np.eye(4, 3, k=-1)
         if vertices is None
-        else meshing._real_array("tetrahedron: vertices", vertices, finite=False)
+        else real_array("tetrahedron: vertices", vertices, finite=False)
     )
     if verts.shape != (4, 3):
         raise ValueError(f"tetrahedron: vertices must have shape (4, 3), got {verts.shape}")

@@ -12,7 +12,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from .. import meshing
+from .._mesh_input import index_array, real_array
 
 __all__ = [
     "TET_TYPES",
@@ -46,7 +46,7 @@ class ReferenceMesh:
     __slots__ = ("_digest", "cells", "points")
 
     def __init__(self, points: np.ndarray, cells: tuple[tuple[str, np.ndarray], ...]) -> None:
-        pts = meshing._real_array("ReferenceMesh: points", points, finite=False)
+        pts = real_array("ReferenceMesh: points", points, finite=False)
         if pts.ndim != 2 or pts.shape[1] != 3 or not np.all(np.isfinite(pts)):
             raise ValueError(
                 f"ReferenceMesh: points must be finite with shape (N, 3), got shape {pts.shape}"
@@ -109,7 +109,7 @@ def connectivity(name: str, kind: Any, conn: Any, n_points: int) -> np.ndarray:
     """A `tetra`/`tetra10` connectivity `(E, 4)`/`(E, 10)` with indices in `[0, n_points)`."""
     if kind not in TET_TYPES:
         raise ValueError(f"{name}: cell type must be 'tetra' or 'tetra10', got {kind!r}")
-    arr = meshing._index_array(f"{name}: {kind} cells", conn)
+    arr = index_array(f"{name}: {kind} cells", conn)
     width = TET_TYPES[kind]
     if arr.ndim != 2 or arr.shape[1] != width:
         raise ValueError(f"{name}: {kind} cells must have shape (E, {width}), got {arr.shape}")

@@ -3,6 +3,7 @@ rings, and rectangles (points in `(x1, x2)`, triangles counter-clockwise)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from ._checks import as_count
 from ._mesh_input import positive_float, real_array
 
-__all__ = ["counter_clockwise", "disk_section", "rectangle_section"]
+__all__ = ["counter_clockwise", "disk_section", "nesting_count", "rectangle_section", "ring_counts"]
 
 
 def _ring_strip(a: np.ndarray, b: np.ndarray) -> list[tuple[int, int, int]]:
@@ -30,6 +31,34 @@ def _ring_strip(a: np.ndarray, b: np.ndarray) -> list[tuple[int, int, int]]:
     return tris
 
 
+def nesting_count(inner: float, outer: float) -> int:
+    """The fewest sides `m` of a regular polygon of radius `outer` that holds a ring of radius
+    `inner` strictly inside: `inner < outer cos(π/m)` (the polygon's inscribed radius), with a
+    margin of 1e-9 of `outer`."""
+    return max(3, math.floor(math.pi / math.acos(inner / outer - 1e-9)) + 1)
+
+
+def ring_counts(where: str, radii: np.ndarray, n_angular: int) -> list[int]:
+    """Nodes per ring: `max(3, round(n_angular r_j / r_max))`, raised where needed so that
+    every ring lies strictly inside the next ring's polygon (a strip between two rings whose
+    inner one pokes through the outer one's sides overlaps itself); the outer ring keeps
+    `n_angular`, refused (a `ValueError` naming `where`) when it is too few for that."""
+    counts = [1 if rj == 0 else max(3, round(n_angular * rj / radii[-1])) for rj in radii]
+    for j in range(1, len(radii)):
+        if radii[j - 1] == 0:
+            continue
+        need = nesting_count(radii[j - 1], radii[j])
+        if j == len(radii) - 1 and n_angular < need:
+            raise ValueError(
+                f"{where}: n_angular = {n_angular} sides are too few for rings of radii "
+                f"{radii[j - 1]:.6g} and {radii[j]:.6g}: the inner ring's nodes would lie "
+                f"outside the outer polygon (its sides come within {radii[j] * math.cos(math.pi / n_angular):.6g} "
+                f"of the axis); use n_angular >= {need}, or fewer rings (n_radial)"
+            )
+        counts[j] = max(counts[j], need)
+    return counts
+
+
 def disk_section(
     radii: Sequence[float], n_angular: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -40,7 +69,12 @@ def disk_section(
             otherwise the section is the annulus between the first and last radius.
         n_angular: nodes on the outer ring; ring `j` gets `max(3, round(n_angular r_j / r_max))`
             uniformly spaced nodes starting at angle 0 (so `6·j` nodes on ring `j` of a disk
-            with `n_angular = 6·n` gives near-equilateral triangles).
+            with `n_angular = 6·n` gives near-equilateral triangles), more where ring `j − 1`
+            would otherwise poke through ring `j`'s polygon (`r_{j−1} ≥ r_j cos(π/m_j)`).
+
+    Raises:
+        ValueError: `n_angular` is too few for the outer ring to hold the one inside it
+            (the message gives the least that does).
 
     Returns:
         `points (P, 2)`, counter-clockwise `triangles (T, 3)` and `band (T,)`, the index `j` of
@@ -57,8 +91,7 @@ def disk_section(
     points: list[np.ndarray] = []
     rings: list[np.ndarray] = []
     start = 0
-    for rj in r:
-        m = 1 if rj == 0 else max(3, round(n_angular * rj / r[-1]))
+    for m, rj in zip(ring_counts("disk_section", r, n_angular), r):
         ang = 2.0 * np.pi * np.arange(m) / m
         points.append(np.stack([rj * np.cos(ang), rj * np.sin(ang)], -1))
         rings.append(np.arange(start, start + m))

@@ -26,7 +26,7 @@ import numpy as np
 
 from ._checks import as_count
 from ._mesh_input import ceil_count, index_array, positive_float, real_array, sized_sequence
-from ._sections import counter_clockwise, disk_section, rectangle_section
+from ._sections import counter_clockwise, disk_section, rectangle_section, ring_counts
 
 __all__ = [
     "boundary_faces",
@@ -226,7 +226,7 @@ def cylinder(
         radius, length: dimensions.
         n_radial: rings across the radius.
         n_angular: sides of the outer polygon (default `6·n_radial`: near-equilateral
-            section triangles).
+            section triangles); a `ValueError` gives the least that holds the ring inside it.
         n_axial: layers along `x3` (default: element height ≈ ring spacing).
 
     Returns:
@@ -241,7 +241,9 @@ def cylinder(
         _default_size("cylinder", f"n_angular = {n_angular} sides", 3 * n_radial * n_angular)
     n_angular = as_count("cylinder: n_angular", n_angular, 3)
     levels = _layers("cylinder", length, n_axial, radius / n_radial, n_radial * n_angular)
-    pts, tri, _ = disk_section(np.linspace(0.0, radius, n_radial + 1), n_angular)
+    radii = np.linspace(0.0, radius, n_radial + 1)
+    ring_counts("cylinder", radii, n_angular)  # refused here under its own name
+    pts, tri, _ = disk_section(radii, n_angular)
     return extrude(pts, tri, levels)
 
 
@@ -256,8 +258,10 @@ def tube(
     """Hollow cylinder `inner_radius² ≤ x1² + x2² ≤ outer_radius²`, `x3 ∈ [0, length]`.
 
     Both circles are inscribed polygons (`n_angular` sides outside, proportionally fewer
-    inside). Defaults: `n_angular` makes the section triangles about as wide as the ring
-    spacing; `n_axial` makes the element height about the ring spacing.
+    inside, and more where a ring would otherwise poke through the next one's sides; too few
+    outside for the ring inside it is a `ValueError` giving the least). Defaults: `n_angular`
+    makes the section triangles about as wide as the ring spacing; `n_axial` makes the element
+    height about the ring spacing.
     """
     inner = positive_float("tube: inner_radius", inner_radius)
     outer = positive_float("tube: outer_radius", outer_radius)
@@ -274,7 +278,9 @@ def tube(
         _default_size("tube", f"n_angular = {n_angular} sides", 6 * n_radial * n_angular)
     n_angular = as_count("tube: n_angular", n_angular, 3)
     levels = _layers("tube", length, n_axial, h, 2 * n_radial * n_angular)  # ≥ its triangles
-    pts, tri, _ = disk_section(np.linspace(inner, outer, n_radial + 1), n_angular)
+    radii = np.linspace(inner, outer, n_radial + 1)
+    ring_counts("tube", radii, n_angular)  # refused here under its own name
+    pts, tri, _ = disk_section(radii, n_angular)
     return extrude(pts, tri, levels)
 
 

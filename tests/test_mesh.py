@@ -268,6 +268,37 @@ def test_meshed_cylinder_within_polygon_bound(n_radial):
     assert np.all(rel > 0) and np.all(rel <= 2 * eps)
 
 
+@pytest.mark.parametrize(
+    ("make", "inner", "m_out", "m_in"),
+    [
+        # a hexagonal tube whose middle ring (5 sides at r = 0.017) let the inner ring's
+        # corners through its sides: the strip overlapped itself ("section triangles overlap")
+        (lambda: meshing.tube(0.014, 0.02, 0.1, n_angular=6, n_axial=1), 0.014, 6, 4),
+        # a disk whose inner rings (3 and 3 nodes, r = 1/6 and 2/6 of R) touched
+        (lambda: meshing.cylinder(0.02, 0.1, n_radial=6, n_angular=6, n_axial=1), 0.0, 6, 1),
+    ],
+)
+def test_coarse_rings_are_raised_to_nest(make, inner, m_out, m_in):
+    # the middle rings get the nodes they need to lie inside the next ring: the mesh is the
+    # prism over the outer polygon less the inner one, to rounding
+    mass, _, inertia = _mass_properties(from_mesh(make(), degree=2))
+    (a_out, j_out), (a_in, j_in) = _polygon(m_out, 0.02), _polygon(max(m_in, 3), inner)
+    m_poly, i_poly = _prism(a_out - a_in, j_out - j_in, 0.1)
+    np.testing.assert_allclose(mass, m_poly, rtol=1e-13)
+    np.testing.assert_allclose(inertia, i_poly, atol=1e-13 * i_poly.max())
+
+
+def test_too_few_sides_for_a_thin_wall_are_refused_by_name():
+    # 8 sides of radius 0.02 come within 0.0185 of the axis, inside the middle ring (0.019):
+    # the strip overlapped itself, refused by extrude naming an edge of a triangulation the
+    # user never gave; disk_section returned the overlapping triangles
+    with pytest.raises(ValueError, match=r"tube: n_angular = 8 sides are too few .* >= 10"):
+        meshing.tube(0.018, 0.02, 0.1, n_angular=8)
+    with pytest.raises(ValueError, match=r"disk_section: n_angular = 6 .* use n_angular >= 7"):
+        meshing.disk_section([0.016, 0.018, 0.02], 6)
+    assert meshing.tube(0.018, 0.02, 0.1, n_angular=10).cells[0].data.shape[0] > 0
+
+
 def test_meshed_cylinder_converges_at_second_order():
     r, length = 0.02, 0.1
     m_cyl = RHO * np.pi * r**2 * length

@@ -25,6 +25,7 @@ from .._checks import is_real_dtype
 from .._entry import raise_runtime_errors
 from .._mesh_input import ceil_count, real_array
 from .._model import Robot
+from .._sections import nesting_count
 from .._soft_body import SoftBody
 from ..quadrature import ReferenceMesh
 from ..quadrature._mesh import read_mesh
@@ -70,6 +71,9 @@ def _geometry_mesh(volume: Any) -> meshio.Mesh | None:
     if volume.geometry == "tube":
         h = 0.5 * (dims[1] - dims[0])  # 2 rings, meshing.tube's default
         sides = min(max(6, ceil_count(2.0 * math.pi * dims[1] / h)), _DRAW_SIDES)
+        # a wall thinner than 1e-3 of its radius: more sides, so the middle ring lies inside
+        # the outer polygon
+        sides = max(sides, nesting_count(dims[1] - h, dims[1]))
         layers = _layers(dims[2], h, 12 * sides)
         return meshing.tube(*dims, n_radial=2, n_angular=sides, n_axial=layers)
     if volume.geometry == "box":

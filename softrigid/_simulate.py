@@ -200,7 +200,7 @@ def _positive_number(name: str, value: Any) -> float:
             f"the number of steps), got {type(value).__name__}"
         )
     arr = np.asarray(value)
-    if arr.shape != () or not np.issubdtype(arr.dtype, np.number):
+    if arr.shape != () or arr.dtype.kind not in "iuf":
         raise TypeError(f"simulate: {name} must be a real scalar, got {value!r}")
     v = float(arr)
     if not math.isfinite(v) or v <= 0:

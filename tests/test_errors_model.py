@@ -323,6 +323,9 @@ def test_simulate_time_arguments(pendulum):
         sr.simulate(pendulum, z, z, 1.0, -0.1)
     with pytest.raises(TypeError, match="t_final must be a real scalar"):
         sr.simulate(pendulum, z, z, "1 s", 0.1)
+    # a complex number passed as a number and failed in float() without a name
+    with pytest.raises(TypeError, match=r"simulate: t_final must be a real scalar, got \(1\+0j\)"):
+        sr.simulate(pendulum, z, z, 1 + 0j, 0.1)
     with pytest.raises(ValueError, match="for a batch of initial states use jax.vmap"):
         sr.simulate(pendulum, jnp.zeros((4, 1)), jnp.zeros((4, 1)), 0.02, 0.01)
 

@@ -33,7 +33,7 @@ from ._controller import Controller
 from ._entry import raise_runtime_errors
 from ._model import Robot
 from ._module import module, static
-from ._run_failures import GROWTH, check_accelerations, growth_scale
+from ._run_failures import GROWTH, check_accelerations, growth_scale, headed_states
 
 __all__ = ["BDF", "Adaptive", "Radau", "simulate_adaptive"]
 
@@ -376,15 +376,19 @@ def _name_the_closed_loop(
     if not np.isfinite(y).all():  # a non-finite state: the method's own failure
         return
     tau, h = float(stepper.t), float(getattr(stepper, "step_size", None) or 0.0)
+    where = f"simulate: method {method!r}"
+    at_start = []
     for step in dict.fromkeys((0.0, 0.5 * h, h)):
-        qdd = np.asarray(rhs(tau + step, y))[n:]
+        at_start.append(np.asarray(rhs(tau + step, y))[n:])
         context = ", at the last accepted state of the failed step (no smaller step helps)"
         check_accelerations(
-            f"simulate: method {method!r}",
-            robot,
-            a + tau + step,
-            y[:n],
-            y[n:],
-            qdd,
-            context=context,
+            where, robot, a + tau + step, y[:n], y[n:], at_start[-1], context=context
         )
+    for theta, (qs, qds) in headed_states(y[:n], y[n:], at_start[0], h):
+        qdd = np.asarray(rhs(tau + theta * h, np.concatenate([qs, qds])))[n:]
+        context = (
+            f", the state the failed step (h = {h:.3g} s) heads for (q + θh q̇ + ½(θh)² q̈, "
+            f"θ = {theta:g}, from the last accepted state; if the motion goes there, no smaller "
+            "step helps)"
+        )
+        check_accelerations(where, robot, a + tau + theta * h, qs, qds, qdd, context=context)

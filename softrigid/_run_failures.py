@@ -6,7 +6,10 @@ singular mass matrix, a body whose terms are not finite there, a controller that
 No step size helps with the second. So besides the run-time check of a fixed-step run (also
 under `jit`/`vmap`: `check_run`, which names the window of the first failure), an eager run
 evaluates the closed loop at the last finite state, the start of the failed step, at the
-step's start and at its stages' times (`raise_failed_step`): where its inputs `u` or
+step's start and at its stages' times, then at the states the step heads for
+(`headed_states`: a controller such as `√q` on a pendulum swinging through `q = 0` is defined
+at every step's start and fails at the stages of the step that crosses; `raise_failed_step`,
+and Radau/BDF's report likewise): where its inputs `u` or
 accelerations `q̈` are not finite there, the error names the first bad input or coordinate and
 the first link whose terms are not finite (`diagnose`), instead of asking for a smaller `dt`.
 A state that had grown a millionfold before the failure is reported as the method's blow-up
@@ -39,6 +42,7 @@ __all__ = [
     "check_accelerations",
     "check_run",
     "growth_scale",
+    "headed_states",
     "raise_failed_step",
 ]
 
@@ -146,13 +150,19 @@ def raise_failed_step(loop: tuple, traj: Any, ok: Array, dt: float, scheme: Any)
         # the method blew up (q̈ overflows at such a state): not the model's fault
         when = f"at t = {k * dt:.6g} s (step {k}, from |q|, |q̇| ≈ {size:.3g})"
         raise ValueError(_diverged(when, scheme.implicit))
+    at_start = []
     for stage in (0.0, 0.5, 1.0):  # the step's start, and its stages' times at the start state
         t = start + stage * dt
         qdd, u = _closed_loop_at(*loop, jnp.asarray(t, q.dtype), q[k - 1], qd[k - 1])
+        at_start.append(np.asarray(qdd))
         context = (
             f", the start of step {k}" if stage == 0.0 else f", within step {k} (its start state)"
         ) + " (where the run failed; no smaller dt helps)"
         check_accelerations("simulate", loop[0], t, q[k - 1], qd[k - 1], qdd, u, context)
+    for stage, (qs, qds) in headed_states(q[k - 1], qd[k - 1], at_start[0], dt):
+        t = start + stage * dt
+        qdd, u = _closed_loop_at(*loop, jnp.asarray(t, q.dtype), qs, qds)
+        check_accelerations("simulate", loop[0], t, qs, qds, qdd, u, _headed(k, stage))
     if not converged[k]:
         when = (
             f"in the step from t = {start:.6g} s to t = {k * dt:.6g} s (step {k}, max_iter = "
@@ -160,6 +170,31 @@ def raise_failed_step(loop: tuple, traj: Any, ok: Array, dt: float, scheme: Any)
         )
         raise ValueError(_not_converged(scheme.name, when))
     raise ValueError(_diverged(f"at t = {k * dt:.6g} s (step {k})", scheme.implicit))
+
+
+def headed_states(
+    q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, h: float
+) -> list[tuple[float, tuple[np.ndarray, np.ndarray]]]:
+    """The states a step of size `h` from `(q, q̇)` heads for, at its middle and its end
+    (`θ = ½, 1`), to second order: where the method's stages and iterates go,
+
+        q(θh) ≈ q + θh q̇ + ½ (θh)² q̈,    q̇(θh) ≈ q̇ + θh q̈.
+
+    A controller or a model not defined there (e.g. `√q` on a pendulum swinging through
+    `q = 0`) fails the step from a start where it is defined."""
+    out = []
+    for theta in (0.5, 1.0):
+        s = theta * h
+        out.append((theta, (q + s * qd + 0.5 * s * s * qdd, qd + s * qdd)))
+    return out
+
+
+def _headed(k: int, stage: float) -> str:
+    where = "middle" if stage < 1.0 else "end"
+    return (
+        f", the state step {k} heads for at its {where} (q + θh q̇ + ½(θh)² q̈ from its "
+        "start, where the method's stages go; if the motion goes there, no smaller dt helps)"
+    )
 
 
 def _diverged(when: str, implicit: bool) -> str:

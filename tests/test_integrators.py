@@ -699,6 +699,25 @@ def test_fixed_step_methods_name_a_closed_loop_undefined_at_the_failed_step(meth
         sr.simulate(_point_mass_on_axis(), jnp.zeros(1), jnp.zeros(1), 0.05, 0.01, method=method)
 
 
+def test_a_controller_undefined_where_a_step_heads_is_named():
+    # √q on a pendulum swinging through q = 0: defined at every step's start, NaN at the
+    # stages of the step that crosses; every method blamed the step ("reduce dt", "raise
+    # max_iter", "the step size became too small") at every dt
+    bob = sr.RigidBody(1.0, (0.0, 0.0, -0.5), 1e-6 * jnp.eye(3))
+    robot = sr.Robot([sr.Link(joints.Revolute((0, 1, 0)), bob)], gravity=(0, 0, -9.81))
+
+    def law(t, q, qd):
+        return 0.1 * jnp.sqrt(q)
+
+    z = jnp.zeros(1)
+    fixed = r"inputs u are not finite at t = 0\.365 s \(input 0\), the state step 37 heads for"
+    for method in ("rk4", "implicit_euler"):
+        with pytest.raises(ValueError, match=fixed):
+            sr.simulate(robot, z + 0.3, z, 0.5, 0.01, law, method)
+    with pytest.raises(ValueError, match=r"method 'radau': .* the state the failed step .* heads"):
+        sr.simulate(robot, z + 0.3, z, 0.5, 0.01, law, "radau")
+
+
 def test_fixed_step_run_names_a_controller_undefined_at_the_failed_step(double):
     # the controller's inputs become NaN at t = 0.02 s: the semi-implicit Euler step from there
     # (evaluated at its start only) is the first non-finite one, and the input is named (one

@@ -183,10 +183,8 @@ def _unpack(n: int, packed: Array) -> tuple[Array, Array, Array, Array]:
     # e.g. a rotation vector at |φ| = 2π, where D has eigenvalues of 1e-35 beside 1e-2)
     largest = jnp.max(pivots, axis=1, keepdims=True, initial=0.0)
     good = jnp.isfinite(pivots) & (pivots > 0) & (pivots > 1e-7 * largest)
-    if n == 0:  # fixed joints on rigid bodies: nothing to solve
-        failed = jnp.zeros(packed.shape[0], int)
-    else:
-        failed = jnp.where(jnp.all(good, axis=1), n, jnp.argmin(good, axis=1))
+    # the number of leading good pivots: the first failed one, n when none failed
+    failed = jnp.sum(jnp.cumprod(good, axis=1, dtype=jnp.int32), axis=1)
     return sol[:, :, :6], sol[:, :, 6], failed, packed[:, 8 * n] > 0
 
 

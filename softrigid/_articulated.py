@@ -47,10 +47,10 @@ from ._batching import under_vmap
 from ._body import generalized_inertia
 from ._checks import raise_if
 from ._energy import internal_forces
-from ._entry import NON_FINITE_HINT, PREFIX, describe_coordinate
 from ._loads import external_loads
 from ._math import fused_matmul, rmatvec, skew, unrolled_matmul
 from ._model import Robot
+from ._reports import NON_FINITE_HINT, PREFIX, describe_coordinate
 
 __all__ = ["SOLVERS", "articulated_accelerations", "choose_solver"]
 

@@ -31,10 +31,11 @@ from ._constraints import (
 from ._controller import Controller
 from ._derivatives import linearized_terms, residual_derivatives
 from ._dynamics import DynamicsTerms, actuation, solve_accelerations, terms
-from ._entry import check_finite, check_robot, check_states, raise_runtime_errors
+from ._entry import check_robot, check_states
 from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete
+from ._reports import check_finite, raise_runtime_errors
 
 __all__ = ["Dynamics", "closed_loop", "make_dynamics", "vector_field"]
 

@@ -44,9 +44,10 @@ from jax import Array
 from ._cache import jit
 from ._checks import as_scalar, as_tuple_of, raise_if
 from ._dynamics import DynamicsTerms, terms
-from ._entry import PREFIX, algorithm, check_positive_definite, raise_runtime_errors
+from ._entry import algorithm
 from ._model import Robot
 from ._module import module, static
+from ._reports import PREFIX, check_positive_definite, raise_runtime_errors
 from .kinematics._base import trace_user, user_array
 
 __all__ = [

@@ -20,9 +20,10 @@ from jax import Array
 from . import _recursion as rec
 from ._articulated import articulated_accelerations, choose_solver
 from ._energy import internal_forces
-from ._entry import algorithm, check_positive_definite
+from ._entry import algorithm
 from ._loads import external_loads
 from ._model import Robot
+from ._reports import check_positive_definite
 
 __all__ = [
     "DynamicsTerms",

@@ -6,7 +6,7 @@ from the dynamics derivatives; the callbacks are module-level functions of the r
 controller (traced arguments), so a repeated run compiles nothing. Their run-time checks are
 `softrigid._fault` calls, not host callbacks, so JAX's persistent compilation cache stores the
 programs and a later process loads them; a check that fires raises its own error as a
-`ValueError` (`_entry.raise_runtime_errors`).
+`ValueError` (`_reports.raise_runtime_errors`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from ._adaptive_programs import (
 )
 from ._checks import is_real_number
 from ._controller import Controller
-from ._entry import raise_runtime_errors
 from ._model import Robot
 from ._module import module, static
+from ._reports import raise_runtime_errors
 from ._run_failures import GROWTH, check_accelerations, growth_scale, headed_states
 
 __all__ = ["BDF", "Adaptive", "Radau", "simulate_adaptive"]

@@ -33,8 +33,9 @@ from ._checks import raise_if
 from ._closed_loop import closed_loop
 from ._constraints import Constraint
 from ._controller import Controller
-from ._entry import PREFIX, describe_coordinate, diagnose, trial_evaluations
+from ._entry import trial_evaluations
 from ._model import Robot
+from ._reports import PREFIX, describe_coordinate, diagnose
 
 __all__ = [
     "GROWTH",

@@ -35,7 +35,7 @@ from ._checks import as_flag, check_finite
 from ._closed_loop import closed_loop
 from ._constraints import Constraint, check_constraints, check_constraints_at
 from ._controller import Controller
-from ._entry import check_robot, check_states, raise_runtime_errors, trial_evaluations
+from ._entry import check_robot, check_states, trial_evaluations
 from ._integrators import (
     RK4,
     GeneralizedAlpha,
@@ -48,6 +48,7 @@ from ._loads import check_loads
 from ._model import Robot
 from ._module import is_concrete, runs_eagerly
 from ._radau import BDF, Adaptive, Radau, simulate_adaptive
+from ._reports import raise_runtime_errors
 from ._run_failures import check_run, raise_failed_step
 
 __all__ = ["METHODS", "Trajectory", "simulate"]

@@ -26,9 +26,9 @@ import numpy as np
 from jax import Array
 
 from ._checks import as_float, raise_if, traced_check
-from ._entry import PREFIX
 from ._model import Robot
 from ._module import is_concrete, rounding_tolerance, runs_eagerly
+from ._reports import PREFIX
 from ._statics_equilibrium import check_options, null_coordinates, raise_failure, setup
 from ._statics_levenberg import (
     INNER_ITER,

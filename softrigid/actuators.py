@@ -23,9 +23,10 @@ from jax import Array
 
 from ._actuator import Actuator
 from ._checks import as_index, check_index, raise_if
-from ._entry import PREFIX, in_trial_evaluations
+from ._entry import in_trial_evaluations
 from ._model import Robot
 from ._module import is_concrete, module, static
+from ._reports import PREFIX
 from ._tendon import Tendon, soft_body
 from .kinematics._base import check_real_scalar, real_result, trace_user
 from .materials import deformation_gradient

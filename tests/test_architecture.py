@@ -402,7 +402,7 @@ LAYERS = [
     },
     {"_model", "_charts"},
     {"_passes", "_recursion"},
-    {"_loads", "_entry", "_fastpath", "_chain", "_energy"},
+    {"_loads", "_entry", "_reports", "_fastpath", "_chain", "_energy"},
     {"_articulated", "_tendon"},
     {"_dynamics", "lagrangian"},
     {"_derivatives"},

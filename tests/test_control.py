@@ -16,7 +16,7 @@ import softrigid as sr
 from softrigid import control, joints, kinematics, materials, quadrature
 from softrigid._closed_loop import make_dynamics
 from softrigid._dynamics import DynamicsTerms, solve_accelerations, terms
-from softrigid._entry import raise_runtime_errors
+from softrigid._reports import raise_runtime_errors
 from softrigid.actuators import JointMotor, Tendon
 
 LENGTH, OFFSET = 0.2, 0.01

@@ -14,7 +14,7 @@ import pytest
 
 import softrigid as sr
 from softrigid import joints, kinematics, quadrature
-from softrigid._entry import raise_runtime_errors
+from softrigid._reports import raise_runtime_errors
 from softrigid.actuators import JointMotor, Tendon
 from softrigid.materials import CosseratRod
 from softrigid.statics import equilibrium, inverse_statics

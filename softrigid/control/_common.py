@@ -13,9 +13,9 @@ import numpy as np
 from jax import Array
 
 from .._checks import as_float, as_indices, check_finite, raise_if, traced_check
-from .._entry import PREFIX
 from .._model import Robot
 from .._module import is_concrete
+from .._reports import PREFIX
 
 # A matrix is singular for the control laws when κ_F = ‖a‖_F ‖a⁻¹‖_F ≥ _COND_MAX.
 _COND_MAX = 1e10

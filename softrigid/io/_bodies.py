@@ -22,9 +22,9 @@ from .. import meshing
 from .._cache import jit
 from .._chain import links_world_points
 from .._checks import is_real_dtype
-from .._entry import raise_runtime_errors
 from .._mesh_input import ceil_count, real_array
 from .._model import Robot
+from .._reports import raise_runtime_errors
 from .._sections import nesting_count
 from .._soft_body import SoftBody
 from ..quadrature import ReferenceMesh

@@ -51,6 +51,18 @@ __all__ = [
 ]
 
 
+def stage_time(t: Array, h: Array, c: Array | float) -> Array:
+    """The time `t + c h` of a stage, its end (`c = 1`) taken as the left limit
+    `t + h − δ`, `δ = max(1e-9 h, 8 ε |t + h|)`: a law that jumps at a step's end, such as a
+    `Phases` switch on the time grid, acts with its earlier phase throughout the step that ends
+    there and with the next from the next step on, so the step sees a smooth law (the switch
+    time is the step's end, `t_k = k h` computed exactly as such). A law smooth in time moves
+    by `δ u̇`, far below the step's error."""
+    end = jnp.asarray(t + h)
+    delta = jnp.maximum(1e-9 * h, 8 * jnp.finfo(end.dtype).eps * jnp.abs(end))
+    return jnp.where(c == 1, end - delta, t + c * h)
+
+
 class State(NamedTuple):
     """A scheme's state at `t_n`: `q`, `q̇`, and for the implicit schemes the acceleration `q̈`
     and the generalized-α acceleration-like variable `a` (zeros for the explicit schemes), and
@@ -105,7 +117,7 @@ class RK4(Integrator):
             c, b = cb[0], cb[1]
             # k_i = f(t + c_i h, y + c_i h k_{i−1});  Σ b_i k_i
             x, xd = q + c * h * kq, qd + c * h * kv
-            kv, u = dyn.evaluate(t + c * h, x, xd)
+            kv, u = dyn.evaluate(stage_time(t, h, c), x, xd)
             kq = xd
             return (kq, kv, sq + b * kq, sv + b * kv), u
 
@@ -225,7 +237,7 @@ class ImplicitEuler(Implicit):
             qd1 = state.qd + h * x
             return state.q + h * qd1, qd1
 
-        x, ok, matrix = self.solve(dyn, t + h, kin, h * h, h, state)
+        x, ok, matrix = self.solve(dyn, stage_time(t, h, 1.0), kin, h * h, h, state)
         q1, qd1 = kin(x)
         return State(q1, qd1, x, x, matrix), ok, dyn.inputs(t, state.q, state.qd)
 
@@ -286,6 +298,7 @@ class GeneralizedAlpha(Implicit):
             q1 = q0 + h * qd0 + h * h * ((0.5 - beta) * a0 + beta * a1)
             return q1, qd0 + h * ((1 - gamma) * a0 + gamma * a1)
 
-        x, ok, matrix = self.solve(dyn, t + h, kin, h * h * beta * c, h * gamma * c, state)
+        t1 = stage_time(t, h, 1.0)
+        x, ok, matrix = self.solve(dyn, t1, kin, h * h * beta * c, h * gamma * c, state)
         q1, qd1 = kin(x)
         return State(q1, qd1, x, alpha_acc(x), matrix), ok, dyn.inputs(t, q0, qd0)

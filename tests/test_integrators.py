@@ -699,6 +699,30 @@ def test_fixed_step_methods_name_a_closed_loop_undefined_at_the_failed_step(meth
         sr.simulate(_point_mass_on_axis(), jnp.zeros(1), jnp.zeros(1), 0.05, 0.01, method=method)
 
 
+def test_a_switch_on_the_time_grid_is_not_a_first_order_step(double):
+    # Phases switching at t = 0.5 = 50 dt: the step ending there evaluated its last stage (RK4)
+    # or its equation (implicit Euler) with the next phase's law, an O(h · jump) error (0.37
+    # at the switch for RK4); a step's end is now its left limit, so each step sees one law
+    pd1 = sr.control.PD(20.0, 2.0, jnp.array([0.5, 0.0]))
+    pd2 = sr.control.PD(40.0, 4.0, jnp.array([-0.5, 0.2]))
+    q0 = jnp.array([0.2, -0.1])
+    f1, f2 = (jax.jit(vector_field(double, controller=pd)) for pd in (pd1, pd2))
+
+    def rhs(f):
+        return lambda t, y: np.concatenate([np.asarray(v) for v in f(t, (y[:2], y[2:]))])
+
+    first = solve_ivp(rhs(f1), (0.0, 0.5), [0.2, -0.1, 0.0, 0.0], rtol=1e-12, atol=1e-12)
+    at_switch = first.y[:, -1]
+    second = solve_ivp(rhs(f2), (0.5, 0.6), at_switch, rtol=1e-12, atol=1e-12)
+    phases = sr.control.Phases([0.5], [pd1, pd2])
+    # (the step's own error after the switch: RK4 1.8e-4 at 0.6 s, the new gains stiffer)
+    for method, dt, tol, after in (("rk4", 0.01, 1e-6, 1e-3), ("implicit_euler", 0.005, 0.05, 0.2)):
+        run = sr.simulate(double, q0, jnp.zeros(2), 0.6, dt, phases, method)
+        state = np.concatenate([run.q, run.qd], 1)
+        assert np.abs(state[round(0.5 / dt)] - at_switch).max() < tol, method
+        assert np.abs(state[-1] - second.y[:, -1]).max() < after, method
+
+
 def test_a_controller_undefined_where_a_step_heads_is_named():
     # √q on a pendulum swinging through q = 0: defined at every step's start, NaN at the
     # stages of the step that crosses; every method blamed the step ("reduce dt", "raise

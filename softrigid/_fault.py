@@ -219,11 +219,28 @@ batching.primitive_batchers[_batch_max_p] = lambda args, axes: (_batch_max(args[
 mlir.register_lowering(_batch_max_p, mlir.lower_fun(_batch_max_impl, multiple_results=False))
 
 
+@jax.custom_jvp
+def _checked(leaf: Array, zero: Array) -> Array:
+    """`leaf − zero` (`x − 0` keeps `−0.0` and NaN), its tangent `ẋ (1 − zero)`: a derivative
+    depends on the check too, in forward and reverse mode. With the tangent `ẋ` alone, a
+    derivative inside `jit` (`jit(grad(f))`, `jit(jacfwd(f))`) never reads the primal output,
+    so XLA removed the check as dead code and a NaN derivative came back silently."""
+    return leaf - zero.astype(leaf.dtype)
+
+
+@_checked.defjvp
+def _checked_jvp(primals: tuple[Array, Array], tangents: tuple[Array, Array]) -> tuple:
+    leaf, zero = primals
+    return _checked(leaf, zero), tangents[0] * (1 - zero).astype(leaf.dtype)
+
+
 def _depends(leaf: Array, zero: Array) -> Array:
-    """`leaf` unchanged, as a function of the check's `zero` (`x − 0` keeps `−0.0` and NaN); a
-    leaf that is neither a number nor a boolean (a PRNG key) passes as it is."""
+    """`leaf` unchanged, as a function of the check's `zero`, and so are its derivatives
+    (`_checked`); a leaf that is neither a number nor a boolean (a PRNG key) passes as it is."""
     if leaf.dtype == jnp.bool_:
         return leaf & (zero == 0)
+    if jnp.issubdtype(leaf.dtype, jnp.inexact):
+        return _checked(leaf, zero)
     if not jnp.issubdtype(leaf.dtype, jnp.number):
         return leaf
     return leaf - zero.astype(leaf.dtype)

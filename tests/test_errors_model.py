@@ -16,7 +16,7 @@ import softrigid as sr
 from softrigid import control, joints, kinematics, quadrature
 from softrigid.actuators import JointMotor, Tendon
 from softrigid.kinematics import lvp
-from softrigid.materials import CosseratRod
+from softrigid.materials import CompressibleNeoHookean, CosseratRod, SaintVenantKirchhoff
 
 L = 0.2
 # what a run-time check that fires inside the caller's jit raises: JAX's runtime error on a
@@ -294,6 +294,47 @@ def test_model_built_inside_jit_is_checked_at_run_time(case):
     # the same value given concretely is refused at build time, naming the same argument
     with pytest.raises(ValueError, match=re.match(r"\w+: \w+", message).group()):
         build(bad)
+
+
+def _solid_force(material):
+    body = sr.SoftBody(kinematics.PlanarConstantCurvature(L), VOLUME, 1000.0, material=material)
+    return sr.elastic_force(sr.Robot([sr.Link(joints.Fixed(), body)]), jnp.array([0.5]))
+
+
+def test_solid_parameters_inside_jit_are_checked_at_run_time():
+    # refused when concrete, accepted traced: ν = 0.7 gave a negative definite stiffness and a
+    # negative dissipation; ν = 0.5 was named as "lam must be finite"
+    young = jax.jit(lambda nu: _solid_force(CompressibleNeoHookean.from_young(1e6, nu)))
+    np.testing.assert_allclose(
+        young(0.3), _solid_force(CompressibleNeoHookean.from_young(1e6, 0.3)), rtol=1e-13
+    )
+    for nu in (0.7, 0.5, -1.0):
+        with pytest.raises(RUNTIME_ERRORS, match=r"Poisson's ratio nu must lie in \(-1, 0\.5\)"):
+            jax.block_until_ready(young(nu))
+    lame = jax.jit(lambda mu, lam: _solid_force(SaintVenantKirchhoff(mu, lam)))
+    with pytest.raises(RUNTIME_ERRORS, match="SaintVenantKirchhoff: the bulk modulus lam"):
+        jax.block_until_ready(lame(1e5, -5e5))
+
+
+def test_derivatives_inside_jit_keep_the_output_checks():
+    # the check sat on the primal output only, which a derivative inside jit never reads: XLA
+    # removed it as dead code and jit(grad(...)) returned NaN silently (a neo-Hookean body past
+    # det F = 0 at q = 23, a NaN state)
+    body = sr.SoftBody(
+        kinematics.PlanarConstantCurvature(0.3),
+        quadrature.cylinder(0.02, 0.3, n_axial=2, n_radial=2, n_angular=4),
+        1.0,
+        material=CompressibleNeoHookean(1e5, 2e5),
+    )
+    robot = sr.Robot([sr.Link(joints.Fixed(), body)])
+    energy = jax.jit(jax.grad(lambda q: sr.elastic_energy(robot, q)))
+    stiffness = jax.jit(jax.jacfwd(lambda q: sr.elastic_force(robot, q)))
+    np.testing.assert_allclose(energy(jnp.array([2.0])), sr.elastic_force(robot, jnp.array([2.0])))
+    for fn in (energy, stiffness):
+        with pytest.raises(RUNTIME_ERRORS, match="elastic_.*: non-finite value"):
+            jax.block_until_ready(fn(jnp.array([23.0])))
+        with pytest.raises(RUNTIME_ERRORS, match="the argument q contains non-finite values"):
+            jax.block_until_ready(fn(jnp.array([jnp.nan])))
 
 
 def test_rod_basis_too_rich_for_the_axial_rule_warns():

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .._checks import as_scalar, copy_params
+from .._checks import as_scalar, copy_params, traced_check
 from .._module import is_concrete, module, static
 from ..kinematics._base import check_real_scalar, real_result, trace_user
 from ._base import Material, check_eta
@@ -55,6 +55,11 @@ def lame_parameters(E: Any, nu: Any) -> tuple[Array, Array]:
     nu = as_scalar("Poisson's ratio nu", nu)
     if is_concrete(nu) and not -1.0 < float(nu) < 0.5:
         raise ValueError(f"Poisson's ratio nu must lie in (-1, 0.5), got {float(nu)}")
+    if not is_concrete(nu):  # a run-time check, the constants from a safe ν meanwhile (so
+        # that theirs, "lam must be finite", does not fire first for ν = ½)
+        valid = (nu > -1.0) & (nu < 0.5)
+        message = "Poisson's ratio nu must lie in (-1, 0.5)"
+        nu = traced_check(jnp.where(valid, nu, 0.25), ~valid, message)
     return E / (2.0 * (1.0 + nu)), E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
 
 
@@ -66,6 +71,10 @@ def _check_lame(cls: str, mu: Any, lam: Any) -> tuple[Array, Array]:
             f"{cls}: the bulk modulus lam + 2 mu / 3 must be positive, got "
             f"{float(lam) + 2.0 * float(mu) / 3.0} (mu = {float(mu)}, lam = {float(lam)})"
         )
+    if not is_concrete(mu, lam):  # built inside jit: a run-time check
+        bad = ~(lam + 2.0 * mu / 3.0 > 0)
+        message = f"{cls}: the bulk modulus lam + 2 mu / 3 must be positive"
+        mu, lam = traced_check((mu, lam), bad, message)
     return mu, lam
 
 

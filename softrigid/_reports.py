@@ -40,7 +40,8 @@ PREFIX = "softrigid: "
 NON_FINITE_HINT = (
     " The state or the inputs (u, loads; eager calls check them first, inside jit a check of "
     "the model's may fire before theirs), a "
-    "body's map or its derivatives (e.g. sqrt or norm at 0, a stop_gradient, an overflow) "
+    "body's map or its derivatives (e.g. sqrt or norm at 0, a stop_gradient, an overflow), "
+    "or its material (a neo-Hookean energy where det F ≤ 0, an energy of the user's) "
     "produced it."
 )
 

@@ -54,7 +54,7 @@ class Cosserat(Rod):
     as `h^2.8`, 1.2e-4 → 1.6e-5 of `L` at `κL = 2`): give tendon-driven rods more steps.
     Every coefficient is safe at zero curvature (exact values and derivatives at `q = 0`;
     `f(x, 0) = x` for the default rest strain). Defined for every `q`;
-    the placement is physical while `ν3 − κ1 x2 + κ2 x1 > 0` over the section (no folding).
+    the placement is physical while `ν3 + κ1 x2 − κ2 x1 > 0` over the section (no folding).
     Points with `x3` outside `[0, L]` continue the first or last step. The distal frame is
     `g(L)`, exact from the backbone.
 

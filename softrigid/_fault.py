@@ -24,8 +24,10 @@ persistent compilation cache can store it. On other platforms the check is
 `lax.platform_dependent`).
 
 Under `vmap` the code is reduced over the batch (`_batch_max`, as `equinox.internal.unvmap_max`
-but 0 over an empty batch): the message is that of the largest index, as in Equinox; the code
-carries no tangent, so derivatives of `value` pass through unchanged.
+but 0 over an empty batch): the message is that of the largest index, as in Equinox. The code
+carries no tangent; a derivative of `value` is `ẋ (1 − zero)` (`_checked`), equal to `ẋ` bit
+for bit and dependent on the check, so that a derivative, which never reads the primal output,
+keeps it (forward and reverse mode, inside `jit`).
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["nonnegative_float", "output_folder", "positive_float", "positive_int"]
+__all__ = ["folder_main", "nonnegative_float", "output_folder", "positive_float", "positive_int"]
 
 
 def _number(text: str) -> float:
@@ -68,3 +69,13 @@ def output_folder(text: str) -> Path:
         for created in (m for m in missing if m.exists()):
             created.rmdir()
     return path
+
+
+def folder_main(main: Callable[[Path], None], description: str, default: str) -> None:
+    """Run `main(out)` with `out` the script's one optional argument, its output folder
+    (`output_folder`, default `default`)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "out", nargs="?", type=output_folder, default=Path(default), help="output folder"
+    )
+    main(parser.parse_args().out)

@@ -11,7 +11,6 @@ Simulates 1 s of the arm swinging down under gravity and writes to the output fo
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -107,16 +106,8 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    from _cli import output_folder  # beside this script
+    from _cli import folder_main  # beside this script
 
     sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "out",
-        nargs="?",
-        type=output_folder,
-        default=Path("out/export_paraview"),
-        help="output folder",
-    )
-    main(parser.parse_args().out)
+    folder_main(main, __doc__.splitlines()[0], "out/export_paraview")

@@ -17,7 +17,6 @@ It writes `fit.png` (fit loss and the learned vs. exact backbones) to the output
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -215,16 +214,8 @@ def main(out: Path, steps: int = 150) -> None:
 
 
 if __name__ == "__main__":
-    from _cli import output_folder  # beside this script
+    from _cli import folder_main  # beside this script
 
     sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "out",
-        nargs="?",
-        type=output_folder,
-        default=Path("out/learned_kinematics"),
-        help="output folder",
-    )
-    main(parser.parse_args().out)
+    folder_main(main, __doc__.splitlines()[0], "out/learned_kinematics")

@@ -18,7 +18,6 @@ outputs). Prints the tensions, tip positions, Newton iterations and stability, a
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -230,16 +229,8 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    from _cli import output_folder  # beside this script
+    from _cli import folder_main  # beside this script
 
     sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "out",
-        nargs="?",
-        type=output_folder,
-        default=Path("out/tendon_arm_equilibrium"),
-        help="output folder",
-    )
-    main(parser.parse_args().out)
+    folder_main(main, __doc__.splitlines()[0], "out/tendon_arm_equilibrium")

@@ -412,6 +412,16 @@ def test_cosserat_points_are_consistent_and_differentiable():
         np.testing.assert_allclose(jac[..., j], fd, rtol=0, atol=1e-9)
 
 
+def test_cosserat_called_with_float32_under_x64_promotes():
+    # a float32 point and q with the float64 length: the scan's float32 carry against its
+    # float64 increments failed JAX's carry type check (the other families promote)
+    rod = km.Cosserat(0.2, km.Legendre(0.2, 1, strains=("bend",)), n_steps=2)
+    x, q = np.array([0.01, 0.0, 0.1]), np.full(4, 0.1)
+    single = rod(jnp.asarray(x, jnp.float32), jnp.asarray(q, jnp.float32))
+    assert single.dtype == jnp.float64
+    np.testing.assert_allclose(single, rod(jnp.asarray(x), jnp.asarray(q)), rtol=1e-7)
+
+
 def test_cosserat_derivatives_at_zero_with_varying_strain():
     """At q = 0 (straight rod, zero curvature everywhere) the Jacobian and Hessian of a varying
     basis are finite and equal the difference quotients of the value and of the Jacobian."""

@@ -140,7 +140,9 @@ class Cosserat(Rod):
             new = (rot @ inc[0], r + rot @ inc[1])
             return new, new
 
-        start = (jnp.eye(3, dtype=q.dtype), jnp.zeros(3, q.dtype))
+        # the increments' dtype (float32 q with a float64 length under x64: float64, as the
+        # other families promote; a float32 carry failed the scan's type check)
+        start = (jnp.eye(3, dtype=d_rot.dtype), jnp.zeros(3, d_r.dtype))
         _, (rots, rs) = jax.lax.scan(advance, start, (d_rot, d_r))
         return z, jnp.concatenate([start[0][None], rots]), jnp.concatenate([start[1][None], rs])
 

@@ -8,7 +8,8 @@ of the axial coordinate `z = x3` **of its own input point**, each a modal expans
     field(z) = Σ_j m_j(z) q_j = m(z) · q,
 
 with mode functions `m` given as `Modes` (`Polynomial` in `z/L`, or any callable `z -> (n,)`).
-At `q = 0` every primitive is the identity, so the rest configuration is the reference volume.
+At `q = 0` every primitive is the identity, so the rest configuration is the reference volume
+(to rounding for `Bend` and `Bend3D`: `ψ(0) = 1 + 2e-16` by Viète's form, Gauss sums of `∫_0^z`).
 Coordinates `(x, y, z) = (x1, x2, x3)`; the body axis is `x3 ∈ [0, L]`.
 
 Primitives: `Twist`, `Stretch`, `Shear`, `Bend` (planar), `Bend3D` (on a backbone), `Source`

@@ -49,11 +49,12 @@ def ring_counts(where: str, radii: np.ndarray, n_angular: int) -> list[int]:
             continue
         need = nesting_count(radii[j - 1], radii[j])
         if j == len(radii) - 1 and n_angular < need:
+            apothem = radii[j] * math.cos(math.pi / n_angular)
             raise ValueError(
                 f"{where}: n_angular = {n_angular} sides are too few for rings of radii "
                 f"{radii[j - 1]:.6g} and {radii[j]:.6g}: the inner ring's nodes would lie "
-                f"outside the outer polygon (its sides come within {radii[j] * math.cos(math.pi / n_angular):.6g} "
-                f"of the axis); use n_angular >= {need}, or fewer rings (n_radial)"
+                f"outside the outer polygon (its sides come within {apothem:.6g} of the "
+                f"axis); use n_angular >= {need}, or fewer rings (n_radial)"
             )
         counts[j] = max(counts[j], need)
     return counts

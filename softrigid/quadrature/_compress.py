@@ -260,11 +260,11 @@ def compress(
     module docstring), except along polynomials that nearly vanish on the input's nodes (below
     1e-11 of the basis' scale, dropped from the equations as rank-deficient): there the match is
     to about 1e-11 (a Gauss cylinder of 6 rings and 11 sides at degree 10: x1⁵x2⁵ to 1.3e-11;
-    `info.monomial_residual` reports it). The body integrands (`f`, its Jacobian, `∂²f/∂q²[q̇,
-    q̇]`, strain energy densities) are smooth in `x`, so the few-node rule integrates them about
-    as accurately as their best polynomial approximation of degree `d`
-    (`benchmarks/compress_accuracy.py`: relative errors of `M`, `ID`, elastic forces ~1e-5 at `d
-    = 4`, ~1e-7 at `d = 6` on the helicoid segment). A map singular close to the volume
+    `info.monomial_residual` reports it). The body integrands (`f`, its Jacobian,
+    `∂²f/∂q²[q̇, q̇]`, strain energy densities) are smooth in `x`, so the few-node rule
+    integrates them about as accurately as their best polynomial approximation of degree `d`
+    (`benchmarks/compress_accuracy.py`: relative errors of `M`, `ID`, elastic forces ~1e-5 at
+    `d = 4`, ~1e-7 at `d = 6` on the helicoid segment). A map singular close to the volume
     converges slowly: the gripper's source map, singular on the axis of its bore, is at ~2e-3
     for `d = 10`. When the rule carries a non-uniform per-node density, the moments of `w` and
     of `ρ w` are both matched (at most `2N` nodes), so mass and volume integrals both stay

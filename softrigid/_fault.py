@@ -192,12 +192,26 @@ def _zero_or_fail(code: Array, messages: tuple[str, ...]) -> Array:
     check of 25 messages half a second of tracing (`links_world_points` under `vmap`: 2.3 s →
     1.1 s), in every program that holds it."""
 
-    def cpu(code: Array) -> Array:
-        fail = [functools.partial(ffi_failure, message=m) for m in messages]
-        return lax.switch(code, [lambda code: jnp.zeros((), jnp.int32), *fail], code)
-
-    other = functools.partial(equinox_failure, messages=messages)
+    cpu, other = _branches(messages)
     return lax.platform_dependent(code, cpu=cpu, default=other)
+
+
+def _passed(code: Array) -> Array:
+    return jnp.zeros((), jnp.int32)
+
+
+@functools.lru_cache(maxsize=4096)
+def _branches(messages: tuple[str, ...]) -> tuple[Callable, Callable]:
+    """The platforms' branches of a check with `messages`, one set of function objects per
+    message tuple: JAX keys its traced branches by the functions' identity, so a check run
+    eagerly under a transformation (an eager `jax.vmap` of `equilibrium`) reuses its compiled
+    `switch` instead of compiling a new one at every call (20 ms a call)."""
+    fail = [_passed, *(functools.partial(ffi_failure, message=m) for m in messages)]
+
+    def cpu(code: Array) -> Array:
+        return lax.switch(code, fail, code)
+
+    return cpu, functools.partial(equinox_failure, messages=messages)
 
 
 _batch_max_p = Primitive("softrigid_batch_max")

@@ -332,7 +332,8 @@ def test_implicit_gradients_match_finite_differences(sideways_rod):
 def test_eager_gradients_of_a_robot_built_from_a_parameter_compile_once(sideways_rod, caplog):
     # jax.grad / jax.vmap without a jit of the user's, the robot built from the parameter (its
     # leaves tracers): the Newton loop ran op by op and compiled again at every call (15 s per
-    # gradient); now the compiled solve is called, and later calls compile no loop
+    # gradient); now the compiled solve is called, and later calls compile nothing (the
+    # run-time check's switch compiled again at every eager vmap call: 20 ms a call)
     def tip(young):
         robot = eqx.tree_at(lambda r: r.links[0].body.material.E, sideways_rod, young)
         return equilibrium(robot, jnp.array([3.0])).q[0]
@@ -344,7 +345,7 @@ def test_eager_gradients_of_a_robot_built_from_a_parameter_compile_once(sideways
         grads.append(jax.grad(tip)(jnp.asarray(YOUNG * 1.2)))
         batches.append(jax.vmap(tip)(jnp.asarray(YOUNG * np.array([1.2, 1.3]))))
     compiled = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
-    assert not [m for m in compiled if "while" in m or "solve" in m], compiled
+    assert not compiled, compiled
     # the values: ∂q/∂E against the jitted forward mode of the same solve
     forward = jax.jit(jax.jacfwd(tip))
     np.testing.assert_allclose(grads[2], forward(jnp.asarray(YOUNG * 1.2)), rtol=1e-10)

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ._cache import jit
 from ._checks import as_flag, is_real_number, raise_if
 from ._entry import check_inputs, check_robot, check_states
 from ._loads import check_loads
@@ -163,9 +164,11 @@ def raise_failure(robot: Robot, sol: StaticSolution, max_iter: int) -> None:
         )
 
 
+@jit
 def _runtime_check(sol: StaticSolution) -> StaticSolution:
     """`softrigid._fault.fault_if`: raise (also under `jit`/`vmap`) when the status is not 0;
-    attached to every field, so the check runs whichever field the caller uses."""
+    attached to every field, so the check runs whichever field the caller uses. Compiled: an
+    eager `jax.vmap` or `jax.grad` runs it as one program instead of op by op."""
     index = jnp.clip(sol.status - 1, 0, len(_MESSAGES) - 1)
     return raise_if(sol, sol.status != CONVERGED, index, _MESSAGES)
 

@@ -11,7 +11,13 @@ import numpy as np
 from ._checks import as_count
 from ._mesh_input import positive_float, real_array
 
-__all__ = ["counter_clockwise", "disk_section", "nesting_count", "rectangle_section", "ring_counts"]
+__all__ = [
+    "counter_clockwise",
+    "disk_section",
+    "nesting_count",
+    "rectangle_section",
+    "ring_section",
+]
 
 
 def _ring_strip(a: np.ndarray, b: np.ndarray) -> list[tuple[int, int, int]]:
@@ -38,7 +44,7 @@ def nesting_count(inner: float, outer: float) -> int:
     return max(3, math.floor(math.pi / math.acos(inner / outer - 1e-9)) + 1)
 
 
-def ring_counts(where: str, radii: np.ndarray, n_angular: int) -> list[int]:
+def _ring_counts(where: str, radii: np.ndarray, n_angular: int) -> list[int]:
     """Nodes per ring: `max(3, round(n_angular r_j / r_max))`, raised where needed so that
     every ring lies strictly inside the next ring's polygon (a strip between two rings whose
     inner one pokes through the outer one's sides overlaps itself); the outer ring keeps
@@ -88,11 +94,18 @@ def disk_section(
         )
     if np.any(np.diff(r) <= 0):
         raise ValueError(f"disk_section: radii must be strictly increasing, got {radii!r}")
-    n_angular = as_count("disk_section: n_angular", n_angular, 3)
+    return ring_section("disk_section", r, as_count("disk_section: n_angular", n_angular, 3))
+
+
+def ring_section(
+    where: str, r: np.ndarray, n_angular: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`disk_section` of checked radii `r`, its refusal of too few sides naming `where` (the
+    public function that builds the section: `disk_section`, `cylinder`, `tube`)."""
     points: list[np.ndarray] = []
     rings: list[np.ndarray] = []
     start = 0
-    for m, rj in zip(ring_counts("disk_section", r, n_angular), r):
+    for m, rj in zip(_ring_counts(where, r, n_angular), r):
         ang = 2.0 * np.pi * np.arange(m) / m
         points.append(np.stack([rj * np.cos(ang), rj * np.sin(ang)], -1))
         rings.append(np.arange(start, start + m))

@@ -26,7 +26,7 @@ import numpy as np
 
 from ._checks import as_count
 from ._mesh_input import ceil_count, index_array, positive_float, real_array, sized_sequence
-from ._sections import counter_clockwise, disk_section, rectangle_section, ring_counts
+from ._sections import counter_clockwise, disk_section, rectangle_section, ring_section
 
 __all__ = [
     "boundary_faces",
@@ -242,8 +242,7 @@ def cylinder(
     n_angular = as_count("cylinder: n_angular", n_angular, 3)
     levels = _layers("cylinder", length, n_axial, radius / n_radial, n_radial * n_angular)
     radii = np.linspace(0.0, radius, n_radial + 1)
-    ring_counts("cylinder", radii, n_angular)  # refused here under its own name
-    pts, tri, _ = disk_section(radii, n_angular)
+    pts, tri, _ = ring_section("cylinder", radii, n_angular)
     return extrude(pts, tri, levels)
 
 
@@ -279,8 +278,7 @@ def tube(
     n_angular = as_count("tube: n_angular", n_angular, 3)
     levels = _layers("tube", length, n_axial, h, 2 * n_radial * n_angular)  # ≥ its triangles
     radii = np.linspace(inner, outer, n_radial + 1)
-    ring_counts("tube", radii, n_angular)  # refused here under its own name
-    pts, tri, _ = disk_section(radii, n_angular)
+    pts, tri, _ = ring_section("tube", radii, n_angular)
     return extrude(pts, tri, levels)
 
 

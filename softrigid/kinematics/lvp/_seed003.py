@@ -31,7 +31,8 @@ def helicoid_segment(length: Any, n_gauss: int = 8) -> Composite:
     Applied as stretch, twist, shear, then one `Bend3D` carrying both curvatures on a common
     backbone (`n_gauss` nodes for its position), so that stretch, twist and shear act on the
     straight body and the bend places it. `f(x, 0) = x` (to rounding); the distal frame comes
-    from the contact points. The composition knows its length, so the bend's backbone is computed once per body.
+    from the contact points. The composition knows its length, so the bend's backbone is
+    computed once per body.
     """
     length = check_length("helicoid_segment", length)
     linear = Polynomial([[0.0, 1.0]], length)

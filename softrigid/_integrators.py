@@ -48,6 +48,8 @@ __all__ = [
     "Integrator",
     "SemiImplicitEuler",
     "State",
+    "grid_margin",
+    "stage_time",
 ]
 
 
@@ -59,8 +61,18 @@ def stage_time(t: Array, h: Array, c: Array | float) -> Array:
     time is the step's end, `t_k = k h` computed exactly as such). A law smooth in time moves
     by `δ u̇`, far below the step's error."""
     end = jnp.asarray(t + h)
-    delta = jnp.maximum(1e-9 * h, 8 * jnp.finfo(end.dtype).eps * jnp.abs(end))
+    delta = grid_margin(end, h, jnp.finfo(end.dtype).eps)
     return jnp.where(c == 1, end - delta, t + c * h)
+
+
+def grid_margin(end: Array | float, h: Array | float, eps: float) -> Array | float:
+    """`δ = max(1e-9 h, 8 ε |end|)`: how far before a step's `end` its left limit is taken
+    (`stage_time`), and how close to a step's ends a switch counts as on the time grid
+    (`softrigid._switches`); `ε` the times' rounding. Arrays in, an array out; Python
+    numbers in, a Python number out."""
+    if isinstance(end, jax.Array):
+        return jnp.maximum(1e-9 * h, 8 * eps * jnp.abs(end))
+    return max(1e-9 * h, 8 * eps * abs(end))
 
 
 class State(NamedTuple):
@@ -82,6 +94,7 @@ class Integrator(abc.ABC):
 
     name: ClassVar[str]
     implicit: ClassVar[bool] = False
+    restarts: ClassVar[bool] = False  # `restart` changes the state
 
     def init(self, dyn: Dynamics, t0: Array, q0: Array, qd0: Array) -> State:
         if self.implicit:
@@ -94,6 +107,12 @@ class Integrator(abc.ABC):
     def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array, Array]:
         """One step from `t` to `t + h`; `ok` is `False` if it failed; `u = u(t, q, q̇)` the
         inputs at the step's start."""
+
+    def restart(self, dyn: Dynamics, t: Array, state: State) -> State:
+        """`state` as the scheme starts from at `t` after a jump of the law there (a `Phases`
+        switch: `softrigid._switches`): unchanged but for a scheme that carries the
+        accelerations of earlier steps (`restarts`)."""
+        return state
 
 
 @module
@@ -282,6 +301,16 @@ class GeneralizedAlpha(Implicit):
         if not (is_real_number(self.rho_inf) and 0.0 <= self.rho_inf <= 1.0):
             raise ValueError(f"GeneralizedAlpha: rho_inf must be in [0, 1], got {self.rho_inf!r}")
         object.__setattr__(self, "rho_inf", float(self.rho_inf))
+
+    restarts: ClassVar[bool] = True
+
+    def restart(self, dyn: Dynamics, t: Array, state: State) -> State:
+        """`q̈₀ = a₀ = q̈(t, q, q̇)` at a jump of the law (as at the start): the carried `a`
+        and `q̈` are the earlier law's, and stepping on from them after a switch is a
+        first-order step (a double pendulum's `Phases` switch: 0.21, 0.10, 0.05 at 10, 5,
+        2.5 ms instead of second order)."""
+        qdd = dyn.accel(t, state.q, state.qd)
+        return state._replace(qdd=qdd, a=qdd)
 
     def step(self, dyn: Dynamics, t: Array, state: State, h: Array) -> tuple[State, Array, Array]:
         rho = float(self.rho_inf)

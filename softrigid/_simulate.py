@@ -1,8 +1,9 @@
 """Fixed-step simulation of `M(q) q̈ + c + g + s − Q_ext = A(q) u` inside `lax.scan`, and the
 adaptive Radau and BDF methods on the host.
 
-The driver is separate from the schemes (`softrigid._integrators`, `softrigid._radau`): it checks the arguments,
-runs `scheme.step` over the time grid, holds the inputs between controller samples
+The driver is separate from the schemes (`softrigid._integrators`, `softrigid._radau`): it
+checks the arguments, runs `scheme.step` over the time grid (in pieces across the closed loop's
+switch times: `softrigid._switches`), holds the inputs between controller samples
 (`control_period`), records `u`, reports progress, and turns a failed step (a Newton iteration
 that did not converge) or a non-finite state into an error naming its time: a `ValueError` in an
 eager call, a run-time error (`softrigid._fault.fault_if`) under the user's `jit`/`vmap`.
@@ -17,7 +18,6 @@ the Udwadia–Kalaba equation.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -50,6 +50,8 @@ from ._module import is_concrete, runs_eagerly
 from ._radau import BDF, Adaptive, Radau, simulate_adaptive
 from ._reports import raise_runtime_errors
 from ._run_failures import check_run, raise_failed_step
+from ._switches import plan_switches, switched_step
+from ._time_grid import time_grid
 
 __all__ = ["METHODS", "Trajectory", "simulate"]
 
@@ -64,8 +66,6 @@ METHODS = {
 
 _DEFAULT_SCHEMES = {name: cls() for name, cls in METHODS.items()}
 
-# A trajectory stores every state: refuse runs whose record would not fit in memory.
-_MAX_RECORD_BYTES = 4 * 2**30
 # Progress is printed about this many times per run.
 _REPORTS = 10
 
@@ -131,6 +131,8 @@ def _run(
     check: bool,
     progress: bool,
     solver: str,
+    switches: Array,
+    split: tuple[int, bool],
 ) -> tuple[Trajectory, Array]:
     # the public functions a controller, policy or constraint calls run without their own
     # run-time checks here (`trial_evaluations`): a run that diverges reaches them with a
@@ -156,7 +158,10 @@ def _run(
                     k % period == 0, lambda: dyn.inputs(t, state.q, state.qd), lambda: u_held
                 )
                 stage = dyn.hold(u_held)
-            new, ok, u = scheme.step(stage, t, state, dt)
+            if any(split):  # steps at or across switches (`softrigid._switches`)
+                new, ok, u = switched_step(scheme, stage, t, state, dt, switches, *split)
+            else:
+                new, ok, u = scheme.step(stage, t, state, dt)
             if charts:
                 new = _rechart(robot, new, scheme.implicit)
             return (new, u_held), (new.q, new.qd, ok, u)
@@ -179,34 +184,10 @@ def _run(
     return Trajectory(t, q, qd, u), ok
 
 
-_STATIC = ("n_steps", "scheme", "controller", "period", "check", "progress", "solver")
+_STATIC = ("n_steps", "scheme", "controller", "period", "check", "progress", "solver", "split")
 _run_jit = jit(_run, static_argnames=_STATIC)
 # under a `vmap`: many initial states run chunk by chunk on CPU (softrigid._batching)
 _run_jit_batched = jit(chunked(_run), static_argnames=_STATIC)
-
-
-def _rounding(value: Any) -> float:
-    """The relative rounding of a time given in `value`'s floating type (float64's for Python
-    numbers and integers)."""
-    dtype = getattr(value, "dtype", None)
-    floating = dtype is not None and np.issubdtype(dtype, np.floating)
-    return float(np.finfo(dtype if floating else np.float64).eps)
-
-
-def _positive_number(name: str, value: Any) -> float:
-    """A finite positive time known at trace time (it fixes the number of steps)."""
-    if isinstance(value, (bool, np.bool_)) or not is_concrete(value):
-        raise TypeError(
-            f"simulate: {name} must be a Python or NumPy number known before tracing (it fixes "
-            f"the number of steps), got {type(value).__name__}"
-        )
-    arr = np.asarray(value)
-    if arr.shape != () or arr.dtype.kind not in "iuf":
-        raise TypeError(f"simulate: {name} must be a real scalar, got {value!r}")
-    v = float(arr)
-    if not math.isfinite(v) or v <= 0:
-        raise ValueError(f"simulate: {name} must be a finite positive number, got {v!r}")
-    return v
 
 
 def _scheme(method: Any) -> Integrator | Adaptive:
@@ -219,23 +200,6 @@ def _scheme(method: Any) -> Integrator | Adaptive:
         f"simulate: method must be one of {tuple(METHODS)} or a scheme instance (e.g. "
         f"GeneralizedAlpha(rho_inf=0.5)), got {method!r}"
     )
-
-
-def _control_period(period: Any, dt: float) -> int | None:
-    """The zero-order-hold period in steps (`control_period` a multiple of `dt`), or `None`."""
-    if period is None:
-        return None
-    m = _positive_number("control_period", period) / dt
-    if m >= 2**31:
-        raise ValueError(
-            f"simulate: control_period = {period!r} is {m:.3g} steps of dt = {dt:.6g} (at most "
-            "2**31 − 1): a period longer than the run holds the first input throughout"
-        )
-    if round(m) < 1 or not math.isclose(m, round(m), rel_tol=1e-9):
-        raise ValueError(
-            f"simulate: control_period must be a multiple of dt = {dt:.6g}, got {period!r}"
-        )
-    return round(m)
 
 
 def simulate(
@@ -266,7 +230,8 @@ def simulate(
             pytree passed as a traced argument, so new gains do not recompile; called as
             `controller(t, q, qd, terms)` with the stage's `DynamicsTerms`, evaluated once and
             shared with the acceleration solve), a jit-traceable callable `controller(t, q, qd)`
-            (static), or `None` for no input.
+            (static), or `None` for no input. A fixed step across a `Controller`'s switch time
+            (`switch_times`) is taken in pieces, keeping the scheme's order (`_switches`).
         method: `"rk4"`, `"semi_implicit_euler"`, `"implicit_euler"`, `"generalized_alpha"`
             (`rho_inf = 0.9`), `"radau"`, `"bdf"` (adaptive, eager only), or an instance of a
             scheme of `softrigid.integrators` with options, e.g. `GeneralizedAlpha(rho_inf=1.0,
@@ -316,20 +281,8 @@ def simulate(
             "simulate: controller must be a Controller, a callable u(t, q, qd), or None"
         )
     progress = as_flag("simulate: progress", progress)
-    eps = max(_rounding(t_final), _rounding(dt))
-    t_final = _positive_number("t_final", t_final)
-    dt = _positive_number("dt", dt)
-    period = _control_period(control_period, dt)
-    ratio = t_final / dt
-    # t_final a multiple of dt to the inputs' rounding (float32 times: 0.3 / 0.1 = 3.00000007)
-    n_steps = max(1, math.ceil(ratio - max(1e-9, 8.0 * ratio * eps))) if ratio < 2**63 else 2**63
-    record = (2 * robot.n_q + robot.n_u) * (n_steps + 1) * q0.dtype.itemsize
-    if n_steps >= 2**31 or record > _MAX_RECORD_BYTES:
-        raise ValueError(
-            f"simulate: t_final / dt = {t_final:.3g} / {dt:.3g} asks for {ratio:.3g} steps, "
-            f"whose record ({record / 2**30:.3g} GiB) exceeds the limit of "
-            f"{_MAX_RECORD_BYTES / 2**30:.0f} GiB; simulate in shorter pieces or with a larger dt"
-        )
+    record = (2 * robot.n_q + robot.n_u) * q0.dtype.itemsize
+    t_final, dt, n_steps, period = time_grid(t_final, dt, control_period, record)
     loads = check_loads(robot, loads)
     constraints = check_constraints(constraints)
     if constraints and (isinstance(scheme, Adaptive) or scheme.implicit):
@@ -373,6 +326,10 @@ def simulate(
     # eagerly, a run-time check that fires inside (e.g. a controller's singular A) is raised as
     # the ValueError it names; traced, it stays in the user's program
     run = (lambda *a: raise_runtime_errors(lambda: program(*a))) if eager else program
+    # switches known now: a step across one is taken in pieces, generalized-α restarts at
+    # them (zero-order hold: the inputs are held over steps, a switch acts at the next sample)
+    times = policy.switch_times() if policy is not None and period is None else ()
+    plan = plan_switches(times, dt, n_steps, q0.dtype, scheme)
     traj, ok = run(
         robot,
         q0,
@@ -388,6 +345,8 @@ def simulate(
         not eager,
         progress,
         solver,
+        jnp.asarray(plan.times, q0.dtype),
+        (plan.n_split, plan.restart),
     )
     if eager and progress:
         jax.effects_barrier()

@@ -418,6 +418,8 @@ LAYERS = [
         "_adaptive_programs",
         "_run_failures",
         "_integrators",
+        "_switches",
+        "_time_grid",
         "integrators",
         "statics",
         "_statics_residual",

@@ -218,7 +218,7 @@ def world_points(robot: Robot, q: Array, i: int, points: Array) -> Array:
     coordinates in its proximal frame. `points` must be real and finite (checked eagerly, and
     at run time under `jit`), so that a non-finite result is the model's.
     """
-    i = check_index("link index", i, check_robot(robot).n_links)
+    i = check_index("world_points: link index i", i, check_robot(robot).n_links)
     if isinstance(points, (str, bytes)):
         raise TypeError(f"world_points: points must be a real array (M, 3), got {points!r}")
     try:

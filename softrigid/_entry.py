@@ -120,7 +120,7 @@ def check_inputs(robot: Robot, u: Any, dtype: Any, name: str = "u") -> Array:
     """The robot's inputs `u` `(n_u,)`: actuator inputs, or generalized forces without
     actuators."""
     what = (
-        "actuator inputs" if robot.actuators else "generalized forces (the robot has no actuators)"
+        "actuator inputs" if robot.actuators else "generalized forces: the robot has no actuators"
     )
     if isinstance(u, str):
         raise TypeError(f"{name} must be a real array of shape ({robot.n_u},) ({what}), got {u!r}")
@@ -139,6 +139,13 @@ def check_inputs(robot: Robot, u: Any, dtype: Any, name: str = "u") -> Array:
         bad = np.flatnonzero(~np.isfinite(np.asarray(arr)))
         raise ValueError(f"{name} contains non-finite values (NaN or inf) at index {bad.tolist()}")
     return arr.astype(dtype)
+
+
+def _named(name: str, err: Exception) -> Exception:
+    """`err` (a `TypeError` or `ValueError` of an argument check) with the public function's
+    name in front of its message, as the functions' own messages have it."""
+    text = str(err)
+    return err if text.startswith(f"{name}: ") else type(err)(f"{name}: {text}")
 
 
 def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
@@ -190,15 +197,18 @@ def algorithm(static_argnames: tuple[str, ...] = ()) -> Callable[[F], F]:
             values = bound.arguments
             for flag in flags:  # a string "False" or an array is not read by its truth value
                 values[flag] = as_flag(f"{name}: {flag}", values[flag])
-            robot = check_robot(values["robot"])
-            states = {k: values[k] for k in STATE_NAMES if k in values}
-            checked = dict(zip(states, check_states(robot, **states)))
-            values.update(checked)
-            dtype = next(iter(checked.values())).dtype if checked else float
-            if "u" in values:
-                values["u"] = check_inputs(robot, values["u"], dtype)
-            if "loads" in values:
-                values["loads"] = check_loads(robot, values["loads"])
+            try:
+                robot = check_robot(values["robot"])
+                states = {k: values[k] for k in STATE_NAMES if k in values}
+                checked = dict(zip(states, check_states(robot, **states)))
+                values.update(checked)
+                dtype = next(iter(checked.values())).dtype if checked else float
+                if "u" in values:
+                    values["u"] = check_inputs(robot, values["u"], dtype)
+                if "loads" in values:
+                    values["loads"] = check_loads(robot, values["loads"])
+            except (TypeError, ValueError) as err:
+                raise _named(name, err) from None
             if not is_concrete(bound.args, bound.kwargs):
                 batched = _batching.under_vmap((bound.args, bound.kwargs))
                 program = jitted[(not _TRIAL.get(), batched)]

@@ -14,6 +14,14 @@ from .joints import Joint
 __all__ = ["Link", "Robot"]
 
 
+def _kind(value: Any) -> str:
+    """What a wrong joint or body argument is: its type's name, or for a class (`Fixed`
+    where `Fixed()` was meant) the class and the call that makes one."""
+    if isinstance(value, type):
+        return f"the class {value.__name__} itself (an instance is needed: {value.__name__}(...))"
+    return type(value).__name__
+
+
 @module
 class Link:
     """Joint `J_i` followed by body `B_i`; coordinates `q_i = (q_Ji, q_Bi)`."""
@@ -24,11 +32,11 @@ class Link:
     def __post_init__(self) -> None:
         if not isinstance(self.joint, Joint):
             raise TypeError(
-                f"Link: joint must be a softrigid.joints joint, got {type(self.joint).__name__}"
+                f"Link: joint must be a softrigid.joints joint, got {_kind(self.joint)}"
             )
         if not isinstance(self.body, Body):
             raise TypeError(
-                f"Link: body must be a softrigid.RigidBody or SoftBody, got {type(self.body).__name__}"
+                f"Link: body must be a softrigid.RigidBody or SoftBody, got {_kind(self.body)}"
             )
 
     @property

@@ -161,8 +161,17 @@ def test_user_exception_passes_through():
 
 def test_state_errors(robot):
     q = jnp.zeros(2)
-    with pytest.raises(ValueError, match=r"q must have shape \(2,\) for this robot"):
+    # the argument checks' messages name the public function, as its own messages do
+    with pytest.raises(ValueError, match=r"^inverse_dynamics: q must have shape \(2,\) for this"):
         sr.inverse_dynamics(robot, jnp.zeros(3), q, q)
+    message = r"^forward_dynamics: u must have shape \(2,\) \(generalized forces: the robot has no"
+    with pytest.raises(ValueError, match=message):
+        sr.forward_dynamics(robot, q, q, jnp.zeros(3))
+    # a class where an instance was meant is named as such ("got ABCMeta")
+    with pytest.raises(TypeError, match=r"joint must be .* got the class Fixed itself .* Fixed\("):
+        sr.Link(joints.Fixed, robot.links[0].body)
+    with pytest.raises(TypeError, match=r"body must be .* got the class RigidBody itself"):
+        sr.Link(joints.Fixed(), sr.RigidBody)
     with pytest.raises(ValueError, match="qdd contains non-finite values"):
         sr.inverse_dynamics(robot, q, q, jnp.array([0.0, jnp.nan]))
     with pytest.raises(ValueError, match="use jax.vmap"):
@@ -173,14 +182,14 @@ def test_state_errors(robot):
         sr.inverse_dynamics(robot, q, q, q, loads=sr.Wrench(3, (1.0, 0, 0)))
     with pytest.raises(ValueError, match="frame must be one of"):
         sr.PointLoad(0, (0, 0, 0.1), (1, 0, 0), frame="body")
-    with pytest.raises(ValueError, match="link index"):
+    with pytest.raises(ValueError, match=r"world_points: link index i must be an integer in \[0, "):
         sr.world_points(robot, q, 5, jnp.zeros((1, 3)))
     # one link validator: a TypeError for a non-integer, a ValueError out of range
     with pytest.raises(TypeError, match="Wrench: link must be a non-negative integer index"):
         sr.Wrench(1.0, (1.0, 0, 0))
     with pytest.raises(ValueError, match="PointLoad: link must be a non-negative integer index"):
         sr.PointLoad(-1, (0, 0, 0.1), (1, 0, 0))
-    with pytest.raises(TypeError, match="link index must be a non-negative integer index"):
+    with pytest.raises(TypeError, match="world_points: link index i must be a non-negative integer"):
         sr.world_points(robot, q, True, jnp.zeros((1, 3)))
     # a point load on the body's surface acts; one beside it (0.05 m off the 0.03 m radius) is
     # refused by the eager call, the statics and jit with the load as a constant

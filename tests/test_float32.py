@@ -120,6 +120,14 @@ def test_a_float32_robot_under_x64_is_named() -> None:
     with pytest.raises(TypeError, match="a float32 robot with float32 states under JAX's x64"):
         sr.mass_matrix(robot, q32)
     assert sr.mass_matrix(robot, q32.astype(np.float64)).dtype == np.float64
+    # a soft robot's eager calls took the fast path, which did not ask (float64 `M`, float32
+    # elastic forces), where `jit` refused: refused both ways now
+    soft = jax.tree_util.tree_map(lambda a: a.astype(np.float32), _tendon_arm())
+    q = np.full(soft.n_q, 0.1, np.float32)
+    for fn in (sr.mass_matrix, sr.elastic_force, jax.jit(sr.mass_matrix)):
+        with pytest.raises(TypeError, match="float32 robot with float32 states under JAX's x64"):
+            fn(soft, q)
+    assert sr.elastic_force(soft, q.astype(np.float64)).dtype == np.float64
 
 
 def test_empirical_cubature_asks_for_float64() -> None:

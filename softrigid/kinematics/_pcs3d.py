@@ -54,7 +54,7 @@ class SpatialPCS(Rod):
         >>> import jax.numpy as jnp
         >>> from softrigid.kinematics import SpatialPCS
         >>> seg = SpatialPCS(0.1, strains=("bend", "axial"))
-        >>> seg(jnp.array([0.0, 0.0, 0.1]), jnp.zeros(3)).tolist()
+        >>> [round(float(x), 6) for x in seg(jnp.array([0.0, 0.0, 0.1]), jnp.zeros(3))]
         [0.0, 0.0, 0.1]
     """
 

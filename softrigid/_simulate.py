@@ -50,7 +50,7 @@ from ._module import is_concrete, runs_eagerly
 from ._radau import BDF, Adaptive, Radau, simulate_adaptive
 from ._reports import raise_runtime_errors
 from ._run_failures import check_run, raise_failed_step
-from ._switches import plan_switches, switched_step
+from ._switches import Assembly, Pieces, assemble, piece_step, plan_pieces
 from ._time_grid import time_grid
 
 __all__ = ["METHODS", "Trajectory", "simulate"]
@@ -132,7 +132,7 @@ def _run(
     progress: bool,
     solver: str,
     switches: Array,
-    split: tuple[int, bool],
+    pieces: tuple[Pieces, Assembly] | None,
 ) -> tuple[Trajectory, Array]:
     # the public functions a controller, policy or constraint calls run without their own
     # run-time checks here (`trial_evaluations`): a run that diverges reaches them with a
@@ -142,8 +142,9 @@ def _run(
         charts = has_charts(robot)
         every = max(1, n_steps // _REPORTS)
 
-        def body(carry: tuple[Any, Array], k: Array) -> Any:
+        def body(carry: tuple[Any, Array], x: Array | Pieces) -> Any:
             state, u_held = carry
+            k = x if pieces is None else x.k
             t = k * dt
             if progress:
                 jax.lax.cond(
@@ -158,18 +159,20 @@ def _run(
                     k % period == 0, lambda: dyn.inputs(t, state.q, state.qd), lambda: u_held
                 )
                 stage = dyn.hold(u_held)
-            if any(split):  # steps at or across switches (`softrigid._switches`)
-                new, ok, u = switched_step(scheme, stage, t, state, dt, switches, *split)
-            else:
+            if pieces is None:
                 new, ok, u = scheme.step(stage, t, state, dt)
+            else:  # steps in pieces at the switches (`softrigid._switches`)
+                new, ok, u = piece_step(scheme, stage, state, x, switches, dt)
             if charts:
                 new = _rechart(robot, new, scheme.implicit)
             return (new, u_held), (new.q, new.qd, ok, u)
 
         state0 = scheme.init(dyn, jnp.zeros((), q0.dtype), q0, qd0)
         u0 = jnp.zeros(robot.n_u, q0.dtype)
-        steps = jnp.arange(n_steps)
+        steps = jnp.arange(n_steps) if pieces is None else pieces[0]
         (_, u_last), (qs, qds, ok, us) = jax.lax.scan(body, (state0, u0), steps)
+        if pieces is not None:
+            ok, qs, qds, us = assemble(*pieces, ok, qs, qds, us)
         t = dt * jnp.arange(n_steps + 1, dtype=q0.dtype)
         q = jnp.concatenate([q0[None], qs])
         qd = jnp.concatenate([qd0[None], qds])
@@ -184,7 +187,7 @@ def _run(
     return Trajectory(t, q, qd, u), ok
 
 
-_STATIC = ("n_steps", "scheme", "controller", "period", "check", "progress", "solver", "split")
+_STATIC = ("n_steps", "scheme", "controller", "period", "check", "progress", "solver")
 _run_jit = jit(_run, static_argnames=_STATIC)
 # under a `vmap`: many initial states run chunk by chunk on CPU (softrigid._batching)
 _run_jit_batched = jit(chunked(_run), static_argnames=_STATIC)
@@ -329,7 +332,7 @@ def simulate(
     # switches known now: a step across one is taken in pieces, generalized-α restarts at
     # them (zero-order hold: the inputs are held over steps, a switch acts at the next sample)
     times = policy.switch_times() if policy is not None and period is None else ()
-    plan = plan_switches(times, dt, n_steps, q0.dtype, scheme)
+    plan = plan_pieces(times, dt, n_steps, q0.dtype, scheme)
     traj, ok = run(
         robot,
         q0,
@@ -345,8 +348,8 @@ def simulate(
         not eager,
         progress,
         solver,
-        jnp.asarray(plan.times, q0.dtype),
-        (plan.n_split, plan.restart),
+        jnp.asarray(() if plan is None else plan[0], q0.dtype),
+        None if plan is None else plan[1:],
     )
     if eager and progress:
         jax.effects_barrier()

@@ -14,17 +14,20 @@ each piece a step of the scheme (its end again a left limit), so the scheme keep
 (RK4 on the same run: 1.8e-4, 9.7e-6, 5.2e-7). A scheme that carries accelerations across
 steps (generalized-α's `a` and `q̈`) restarts from the new law's accelerations at every
 switch, on the grid or inside a step (`Integrator.restart`): stepping on from the earlier
-law's is first order (0.21, 0.10, 0.05 at a switch on the grid). The trajectory keeps its
-uniform grid. Which steps hold a switch is decided in the program (`lax.cond`: the other
-steps run the scheme's single step); the most switches inside one step (`n_split`, a
-static count) and whether any scheme restarts are decided before the run, from the switch
-times known then (concrete; switch times traced as arguments of a `jit` are not seen, and a
-step across one of them stays first order).
+law's is first order (0.21, 0.10, 0.05 at a switch on the grid).
+
+The pieces are planned before the run from the switch times known then (concrete; switch
+times traced as arguments of a `jit` are not seen, and a step across one of them stays first
+order): the run's scan goes over pieces instead of steps (`Pieces`: each piece's step and
+the switches at its ends, whether the scheme restarts there and whether an implicit scheme's
+kept iteration matrix, built for another step size, is dropped), so the program holds the
+scheme's step once, and each step's record is its last piece's state and its first piece's
+inputs (`assemble`). The trajectory keeps its uniform grid. A run without such switches runs
+the scan over steps as before.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -37,106 +40,106 @@ from jax import Array
 from ._closed_loop import Dynamics
 from ._integrators import Integrator, State, grid_margin
 
-__all__ = ["SwitchPlan", "plan_switches", "switched_step"]
+__all__ = ["Assembly", "Pieces", "assemble", "piece_step", "plan_pieces"]
 
 
-class SwitchPlan(NamedTuple):
-    """The switch times of a fixed-step run that its steps act on (`times`, in order), the
-    most of them inside one step (`n_split`; 0: no step is split) and whether the scheme
-    restarts at one (`restart`)."""
+class Pieces(NamedTuple):
+    """A fixed-step run's pieces, the scan's inputs: each piece is a step of the scheme from
+    `a` to `b`, the step `k`'s own ends `k dt`, `(k + 1) dt` or switch times between."""
 
-    times: tuple[float, ...]
-    n_split: int
-    restart: bool
+    k: Array  # (P,) the step of each piece
+    start: Array  # (P,) the switch the piece starts at (index into the times), −1: at k dt
+    end: Array  # (P,) the switch it ends at, −1: at (k + 1) dt
+    restart: Array  # (P,) restart the scheme at the piece's start (a switch there)
+    fresh: Array  # (P,) drop a kept iteration matrix (built for another step size)
 
 
-def plan_switches(
+class Assembly(NamedTuple):
+    """Each step's first piece (its `u`) and last piece (its end state), `(n_steps,)`."""
+
+    first: Array
+    last: Array
+
+
+def plan_pieces(
     times: Sequence[float], dt: float, n_steps: int, dtype: np.dtype, scheme: Integrator
-) -> SwitchPlan:
-    """The `SwitchPlan` of a run of `n_steps` steps of `dt`: a switch within the margin of a
-    step's left limit (`grid_margin`) of a grid time `k dt`, `0 < k < n_steps`, is on the
-    grid (the scheme restarts there); one farther from both ends of a step is inside it."""
+) -> tuple[tuple[float, ...], Pieces, Assembly] | None:
+    """The switch times the run acts on, its pieces and their assembly into steps, or `None`
+    where the steps need neither pieces nor restarts (no switch inside a step; on the grid,
+    a scheme that does not restart). A switch within the margin of a step's left limit
+    (`grid_margin`) of a grid time `k dt`, `0 < k < n_steps`, is on the grid; one farther
+    from both ends of a step is inside it."""
     eps = float(np.finfo(dtype).eps)
     kept: list[float] = []
-    per_step: dict[int, int] = {}
-    on_grid = False
+    on_grid: dict[int, int] = {}  # step → the switch at its start
+    inside: dict[int, list[int]] = {}  # step → the switches inside it, in order
     for ts in sorted(set(times)):
         k = round(ts / dt)
         if 0 < k < n_steps and abs(ts - k * dt) <= grid_margin(k * dt, dt, eps):
-            on_grid = True
+            on_grid[k] = len(kept)
             kept.append(ts)
             continue
         k = math.floor(ts / dt)
-        t = k * dt
-        margin = grid_margin(t + dt, dt, eps)
-        if 0 <= k < n_steps and t + margin < ts < t + dt - margin:
+        margin = grid_margin(k * dt + dt, dt, eps)
+        if 0 <= k < n_steps and k * dt + margin < ts < k * dt + dt - margin:
+            inside.setdefault(k, []).append(len(kept))
             kept.append(ts)
-            per_step[k] = per_step.get(k, 0) + 1
-    n_split = max(per_step.values(), default=0)
-    restart = scheme.restarts and (on_grid or n_split > 0)
-    if not (n_split or restart):
-        return SwitchPlan((), 0, False)
-    return SwitchPlan(tuple(kept), n_split, restart)
+    restart = scheme.restarts and bool(on_grid or inside)
+    if not (inside or restart):
+        return None
+    counts = np.ones(n_steps, np.int64)
+    for k, cuts in inside.items():
+        counts[k] += len(cuts)
+    first = np.cumsum(counts) - counts
+    k_of = np.repeat(np.arange(n_steps), counts)
+    start = np.full(k_of.size, -1, np.int32)
+    end = np.full(k_of.size, -1, np.int32)
+    starts_at_switch = np.zeros(k_of.size, bool)
+    fresh = np.zeros(k_of.size, bool)
+    for k in on_grid:
+        starts_at_switch[first[k]] = True
+    for k, cuts in inside.items():
+        pieces = first[k] + np.arange(len(cuts) + 1)
+        start[pieces[1:]] = cuts
+        end[pieces[:-1]] = cuts
+        starts_at_switch[pieces[1:]] = True
+        fresh[pieces] = True
+        if k + 1 < n_steps:
+            fresh[first[k + 1]] = True
+    plan = Pieces(
+        jnp.asarray(k_of, jnp.int32),
+        jnp.asarray(start),
+        jnp.asarray(end),
+        jnp.asarray(starts_at_switch & scheme.restarts),
+        jnp.asarray(fresh & scheme.implicit),
+    )
+    last = first + counts - 1
+    return tuple(kept), plan, Assembly(jnp.asarray(first, jnp.int32), jnp.asarray(last, jnp.int32))
 
 
-def _fresh(scheme: Integrator, state: State) -> State:
-    """`state` without the iteration matrix an implicit scheme kept: it was built for another
-    step size."""
-    if not scheme.implicit:
-        return state
-    return state._replace(matrix=state.matrix._replace(valid=jnp.zeros_like(state.matrix.valid)))
-
-
-def switched_step(
-    scheme: Integrator,
-    dyn: Dynamics,
-    t: Array,
-    state: State,
-    h: Array,
-    switches: Array,
-    n_split: int,
-    restart: bool,
+def piece_step(
+    scheme: Integrator, dyn: Dynamics, state: State, x: Pieces, switches: Array, dt: Array
 ) -> tuple[State, Array, Array]:
-    """`scheme.step(dyn, t, state, h)` from the restarted state where a switch is at `t`
-    (with `restart`), and where switches lie inside `(t, t + h)` the step in pieces between
-    them, each restarted (module docstring); `u` the inputs at `t`."""
-    t1 = t + h
-    margin = grid_margin(t1, h, jnp.finfo(t1.dtype).eps)
-    if restart:
-        state = jax.lax.cond(
-            jnp.any(jnp.abs(switches - t) <= margin),
-            lambda x: scheme.restart(dyn, t, _fresh(scheme, x)),
-            lambda x: x,
-            state,
-        )
-    if not n_split:
-        return scheme.step(dyn, t, state, h)
-    inside = (switches > t + margin) & (switches < t1 - margin)
-    # the first n_split switches inside the step in order, the rest t + h (empty pieces)
-    cuts = jnp.sort(jnp.where(inside, switches, t1))[:n_split]
+    """The piece `x` of a step (`scheme.step` from its start to its end, the whole step `dt`
+    where it has no switch), from the restarted state where a switch is at its start, and
+    without a kept iteration matrix where it must be fresh; `u` the inputs at its start."""
+    t = x.k * dt
+    a = jnp.where(x.start >= 0, switches[jnp.maximum(x.start, 0)], t)
+    b = jnp.where(x.end >= 0, switches[jnp.maximum(x.end, 0)], t + dt)
+    h = jnp.where((x.start < 0) & (x.end < 0), dt, b - a)
+    if scheme.implicit:
+        valid = jnp.where(x.fresh, jnp.zeros_like(state.matrix.valid), state.matrix.valid)
+        state = state._replace(matrix=state.matrix._replace(valid=valid))
+    if scheme.restarts:
+        state = jax.lax.cond(x.restart, lambda y: scheme.restart(dyn, a, y), lambda y: y, state)
+    return scheme.step(dyn, a, state, h)
 
-    def whole() -> tuple[State, Array, Array]:
-        new, ok, u = scheme.step(dyn, t, state, h)
-        return new, jnp.asarray(ok, bool), u
 
-    def pieces() -> tuple[State, Array, Array]:
-        new, ok, u = scheme.step(dyn, t, _fresh(scheme, state), cuts[0] - t)
-        ok = jnp.asarray(ok, bool)
-        bounds = [cuts[j] for j in range(n_split)] + [t1]
-        for a, b in itertools.pairwise(bounds):
-
-            def piece(x: State, a: Array = a, b: Array = b) -> tuple[State, Array]:
-                start = _fresh(scheme, x)
-                if restart:
-                    start = scheme.restart(dyn, a, start)
-                out, piece_ok, _ = scheme.step(dyn, a, start, b - a)
-                return out, jnp.asarray(piece_ok, bool)
-
-            def empty(x: State) -> tuple[State, Array]:
-                return x, jnp.asarray(True)
-
-            new, piece_ok = jax.lax.cond(b > a, piece, empty, new)
-            ok = ok & piece_ok
-        return _fresh(scheme, new), ok, u
-
-    return jax.lax.cond(jnp.any(inside), pieces, whole)
+def assemble(
+    plan: Pieces, assembly: Assembly, ok: Array, q: Array, qd: Array, u: Array
+) -> tuple[Array, Array, Array, Array]:
+    """The steps' records from the pieces': `ok` where every piece of the step was, the end
+    states `q`, `q̇` of their last pieces and the inputs `u` at the start of their first."""
+    n_steps = assembly.first.shape[0]
+    step_ok = jax.ops.segment_min(ok.astype(jnp.int32), plan.k, n_steps) > 0
+    return step_ok, q[assembly.last], qd[assembly.last], u[assembly.first]

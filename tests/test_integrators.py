@@ -7,6 +7,8 @@ argument, hashed by identity): the tests share one instance per scheme and equal
 compare runs of different steps `h` at a time they both reach, so each scheme compiles once per
 robot structure."""
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -723,28 +725,33 @@ def test_a_switch_on_the_time_grid_is_not_a_first_order_step(double):
         assert np.abs(state[-1] - second.y[:, -1]).max() < after, method
 
 
-@pytest.mark.parametrize("switch", [0.5, 0.5037])
-def test_switches_keep_the_fixed_step_schemes_order(double, switch):
-    # a switch inside a step (0.5037 s) was an O(h · jump) step for every scheme (RK4: 0.08,
-    # 0.019, 0.031 at 10, 5, 2.5 ms), and generalized-α stepped on from the earlier law's
-    # accelerations at any switch (on the grid: 0.21, 0.10, 0.05): now the step is taken in
-    # pieces between the switches and generalized-α restarts there (`softrigid._switches`)
-    pd1 = sr.control.PD(20.0, 2.0, jnp.array([0.5, 0.0]))
-    pd2 = sr.control.PD(40.0, 4.0, jnp.array([-0.5, 0.2]))
-    f1, f2 = (jax.jit(vector_field(double, controller=pd)) for pd in (pd1, pd2))
+def test_switches_keep_the_fixed_step_schemes_order():
+    # a switch inside a step (0.5037 s) was an O(h · jump) step for every scheme (RK4 on a
+    # double pendulum: 0.081, 0.019, 0.031 at 10, 5, 2.5 ms), and generalized-α stepped on from
+    # the earlier law's accelerations at any switch (on the grid: 0.21, 0.10, 0.05): now the
+    # step is taken in pieces between the switches and generalized-α restarts at each
+    # (`softrigid._switches`); a pendulum under three PD phases, switches at 0.3 s (on the
+    # grid) and 0.5037 s (inside a step)
+    bob = sr.Link(joints.Revolute((0, 1, 0)), sr.RigidBody(1.0, (0, 0, -0.5), 1e-3 * jnp.eye(3)))
+    robot = sr.Robot([bob], gravity=(0, 0, -9.81))
+    laws = [
+        sr.control.PD(k, 0.1 * k, jnp.array([t])) for k, t in ((20, 0.5), (40, -0.5), (30, 0.2))
+    ]
+    times = (0.0, 0.3, 0.5037, 0.6)
+    y = np.array([0.2, 0.0])
+    for law, (start, end) in zip(laws, itertools.pairwise(times)):
+        f = jax.jit(vector_field(robot, controller=law))
 
-    def rhs(f):
-        return lambda t, y: np.concatenate([np.asarray(v) for v in f(t, (y[:2], y[2:]))])
+        def rhs(t, x, f=f):
+            return np.concatenate([np.asarray(v) for v in f(t, (x[:1], x[1:]))])
 
-    first = solve_ivp(rhs(f1), (0.0, switch), [0.2, -0.1, 0.0, 0.0], rtol=1e-12, atol=1e-12)
-    second = solve_ivp(rhs(f2), (switch, 0.6), first.y[:, -1], rtol=1e-12, atol=1e-12)
-    phases = sr.control.Phases([switch], [pd1, pd2])
-    for method, order, bound in (("rk4", 4, 3e-4), ("generalized_alpha", 2, 2e-2)):
+        y = solve_ivp(rhs, (start, end), y, "DOP853", rtol=1e-12, atol=1e-12).y[:, -1]
+    phases = sr.control.Phases(times[1:3], laws)
+    for method, order, bound in (("rk4", 4, 1e-4), ("generalized_alpha", 2, 1e-2)):
         errors = []
         for dt in (0.01, 0.005):
-            run = sr.simulate(double, jnp.array([0.2, -0.1]), jnp.zeros(2), 0.6, dt, phases, method)
-            state = np.concatenate([run.q[-1], run.qd[-1]])
-            errors.append(np.abs(state - second.y[:, -1]).max())
+            run = sr.simulate(robot, jnp.array([0.2]), jnp.zeros(1), 0.6, dt, phases, method)
+            errors.append(np.abs(np.concatenate([run.q[-1], run.qd[-1]]) - y).max())
         assert errors[0] < bound, (method, errors)
         assert np.log2(errors[0] / errors[1]) > order - 0.5, (method, errors)
 

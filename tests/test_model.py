@@ -189,7 +189,9 @@ def test_state_errors(robot):
         sr.Wrench(1.0, (1.0, 0, 0))
     with pytest.raises(ValueError, match="PointLoad: link must be a non-negative integer index"):
         sr.PointLoad(-1, (0, 0, 0.1), (1, 0, 0))
-    with pytest.raises(TypeError, match="world_points: link index i must be a non-negative integer"):
+    with pytest.raises(
+        TypeError, match="world_points: link index i must be a non-negative integer"
+    ):
         sr.world_points(robot, q, True, jnp.zeros((1, 3)))
     # a point load on the body's surface acts; one beside it (0.05 m off the 0.03 m radius) is
     # refused by the eager call, the statics and jit with the load as a constant

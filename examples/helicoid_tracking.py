@@ -1,5 +1,6 @@
-"""Seed 003, Simulation 1: a trimmed-helicoid soft robot whose three tips are to follow circles,
-by collocated partial feedback linearization (PFBL) on its nine tendons.
+"""Seed 003, Simulation 1: a trimmed-helicoid soft robot's three tips follow circles (PFBL).
+
+The tips are driven by collocated partial feedback linearization (PFBL) on its nine tendons.
 
 Run:  python examples/helicoid_tracking.py [--t-final 6] [--out DIR] [--samples K]
           [--degree D] [--statics-from DIR/equilibria.npz] [--blend SECONDS]
@@ -607,7 +608,9 @@ def main() -> None:
     from _cli import nonnegative_float, output_folder, positive_int  # beside this script
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=output_folder, default=Path("out/helicoid_tracking"))
+    parser.add_argument(
+        "--out", type=output_folder, default=Path("out/helicoid_tracking"), help="output folder"
+    )
     parser.add_argument(
         "--samples", type=positive_int, help=f"statics samples per period (default {SAMPLES})"
     )

@@ -460,7 +460,9 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--t-final", type=positive_float, default=6.0, help="simulated time [s]")
-    parser.add_argument("--out", type=output_folder, default=Path("out/hybrid_arm"))
+    parser.add_argument(
+        "--out", type=output_folder, default=Path("out/hybrid_arm"), help="output folder"
+    )
     parser.add_argument("--dt", type=positive_float, default=DT, help="output grid [s]")
     parser.add_argument("--repeat", action="store_true", help="time a second, compiled run")
     args = parser.parse_args()

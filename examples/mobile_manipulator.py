@@ -274,6 +274,8 @@ if __name__ == "__main__":
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--t-final", type=positive_float, default=8.0, help="simulated time [s]")
-    parser.add_argument("--out", type=output_folder, default=Path("out/mobile_manipulator"))
+    parser.add_argument(
+        "--out", type=output_folder, default=Path("out/mobile_manipulator"), help="output folder"
+    )
     args = parser.parse_args()
     run(args.t_final, args.out)

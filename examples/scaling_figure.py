@@ -196,7 +196,9 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], parents=[scaling.options()]
     )
-    parser.add_argument("--out", type=output_folder, default=Path("out/scaling_figure"))
+    parser.add_argument(
+        "--out", type=output_folder, default=Path("out/scaling_figure"), help="output folder"
+    )
     parser.add_argument(
         "--from", dest="source", type=Path, help="draw from the benchmark's JSON lines"
     )

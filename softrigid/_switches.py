@@ -71,12 +71,12 @@ def plan_pieces(
     from both ends of a step is inside it."""
     eps = float(np.finfo(dtype).eps)
     kept: list[float] = []
-    on_grid: dict[int, int] = {}  # step → the switch at its start
+    on_grid: set[int] = set()  # the steps that start at a switch
     inside: dict[int, list[int]] = {}  # step → the switches inside it, in order
     for ts in sorted(set(times)):
         k = round(ts / dt)
         if 0 < k < n_steps and abs(ts - k * dt) <= grid_margin(k * dt, dt, eps):
-            on_grid[k] = len(kept)
+            on_grid.add(k)
             kept.append(ts)
             continue
         k = math.floor(ts / dt)

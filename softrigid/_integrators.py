@@ -285,7 +285,7 @@ class GeneralizedAlpha(Implicit):
     (`ωh ≫ 1`), the implicit part cannot take it back and `rho_inf < 1` overshoots by a factor
     that grows like `(ωh)²`: `ẍ + ηω² ẋ + ω² x = 0`, `ω = 1000`, `η = 0.05`, `h = 0.01` goes
     from 2 to 7.7 in one step with `rho_inf = 0.5` (31 with 0, 1.6 with 1). Use
-    `ImplicitEuler` (L-stable), Radau or BDF for such bodies (README, "Two limits of the
+    `ImplicitEuler` (L-stable), Radau or BDF for such bodies (README, "A limit of the
     fixed-step schemes").
     """
 

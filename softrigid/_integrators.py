@@ -295,14 +295,13 @@ class GeneralizedAlpha(Implicit):
     newton: str = static(default="modified")
     theta_max: float = static(default=0.25)
     name: ClassVar[str] = "generalized_alpha"
+    restarts: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         self.check_options()
         if not (is_real_number(self.rho_inf) and 0.0 <= self.rho_inf <= 1.0):
             raise ValueError(f"GeneralizedAlpha: rho_inf must be in [0, 1], got {self.rho_inf!r}")
         object.__setattr__(self, "rho_inf", float(self.rho_inf))
-
-    restarts: ClassVar[bool] = True
 
     def restart(self, dyn: Dynamics, t: Array, state: State) -> State:
         """`q̈₀ = a₀ = q̈(t, q, q̇)` at a jump of the law (as at the start): the carried `a`

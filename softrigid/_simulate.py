@@ -162,7 +162,7 @@ def _run(
             if pieces is None:
                 new, ok, u = scheme.step(stage, t, state, dt)
             else:  # steps in pieces at the switches (`softrigid._switches`)
-                new, ok, u = piece_step(scheme, stage, state, x, switches, dt)
+                new, ok, u = piece_step(scheme, stage, t, state, x, switches, dt)
             if charts:
                 new = _rechart(robot, new, scheme.implicit)
             return (new, u_held), (new.q, new.qd, ok, u)

@@ -110,20 +110,26 @@ def plan_pieces(
         jnp.asarray(k_of, jnp.int32),
         jnp.asarray(start),
         jnp.asarray(end),
-        jnp.asarray(starts_at_switch & scheme.restarts),
-        jnp.asarray(fresh & scheme.implicit),
+        jnp.asarray(starts_at_switch),
+        jnp.asarray(fresh),
     )
     last = first + counts - 1
     return tuple(kept), plan, Assembly(jnp.asarray(first, jnp.int32), jnp.asarray(last, jnp.int32))
 
 
 def piece_step(
-    scheme: Integrator, dyn: Dynamics, state: State, x: Pieces, switches: Array, dt: Array
+    scheme: Integrator,
+    dyn: Dynamics,
+    t: Array,
+    state: State,
+    x: Pieces,
+    switches: Array,
+    dt: Array,
 ) -> tuple[State, Array, Array]:
-    """The piece `x` of a step (`scheme.step` from its start to its end, the whole step `dt`
-    where it has no switch), from the restarted state where a switch is at its start, and
-    without a kept iteration matrix where it must be fresh; `u` the inputs at its start."""
-    t = x.k * dt
+    """The piece `x` of the step from `t` (`scheme.step` from the piece's start to its end,
+    the whole step `dt` where it has no switch), from the restarted state where a switch is at
+    its start (schemes that restart), and without a kept iteration matrix where it must be
+    fresh (implicit schemes); `u` the inputs at its start."""
     a = jnp.where(x.start >= 0, switches[jnp.maximum(x.start, 0)], t)
     b = jnp.where(x.end >= 0, switches[jnp.maximum(x.end, 0)], t + dt)
     h = jnp.where((x.start < 0) & (x.end < 0), dt, b - a)

@@ -43,6 +43,8 @@ _ONE_CORE_SCHEDULER = "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"
 # XLA:CPU splits a program's generated code into this many LLVM modules to compile them on its
 # thread pool; a process confined to one core compiles them one after the other
 _SPLIT_OPTION = "xla_cpu_parallel_codegen_split_count"
+# Eigen's dots split over XLA:CPU's intra-op thread pool; False: in the calling thread
+_THREADS_OPTION = "xla_cpu_multi_thread_eigen"
 # XLA:CPU's library fusions (dots through YNNPACK); empty: XLA's own kernels (`compiler_options`)
 _LIBRARY_OPTION = "xla_cpu_experimental_ynn_fusion_type"
 # XLA:CPU compiles a loop whose body and condition access fewer bytes per iteration than this
@@ -80,6 +82,19 @@ def compiler_options(*, loops: bool = False) -> dict[str, Any]:
     instead of 18.0 s, its derivatives compile in 24.7 instead of 27.3 s, and the programs run
     as fast or faster (its full mesh's inverse dynamics 15–18 instead of 24–33 ms; README, "No
     library fusions"). Not set where `XLA_FLAGS` sets it.
+
+    Dots run by Eigen's single-threaded kernels in the calling thread
+    (`{"xla_cpu_multi_thread_eigen": False}`) instead of being split over XLA:CPU's intra-op
+    thread pool: softrigid's dots are small (a link's `6 × 6` and `6 × n` blocks, a batch
+    chunk's Gram products of the rows), where handing them to the pool costs more than the
+    work. Measured 2026-12-01 (forward dynamics, the same function compiled both ways in one
+    process, interleaved, µs per call / per state at B = 1,024): one pinned core, planar PCS 8
+    segments 95.6 → 85.7 / 41.4 → 33.5, the spatial PCS chain 124 → 115 / 50.5 → 43.8, one
+    segment 41.4 → 40.4 / 5.09 → 4.08 (B = 64: 5.30 → 4.29), rigid chains unchanged (they
+    have no dots in their passes); both cores, B = 1,024, 50.9 → 42.0, 54.0 → 47.4 and 5.82 →
+    4.31, per call unchanged; the helicoid robot (both cores) within 6 % either way (full-mesh
+    inverse dynamics 18.0 → 16.9 ms, its derivatives 11.8 → 11.3 ms). Not set where
+    `XLA_FLAGS` sets it.
 
     With `loops`, for programs whose loops hold a whole model evaluation (the statics' Newton
     and Levenberg–Marquardt loops), XLA's loop-invariant code motion and while-loop simplifier
@@ -127,6 +142,8 @@ def compiler_options(*, loops: bool = False) -> dict[str, Any]:
     options: dict[str, Any] = {} if _FAST_OPTION in flags else {_FAST_OPTION: False}
     if _LIBRARY_OPTION not in flags:
         options[_LIBRARY_OPTION] = ""
+    if _THREADS_OPTION not in flags:
+        options[_THREADS_OPTION] = False
     if loops and _DISABLED_PASSES not in flags:
         options[_DISABLED_PASSES] = _LOOP_PASSES
     if _one_core() and not any(flag in flags for flag in _SCHEDULER_FLAGS):

@@ -573,7 +573,8 @@ def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):
     checked = version("jaxlib").startswith("0.10.")
     monkeypatch.setattr(_cache, "_one_core", lambda: False)
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
-    library = {"xla_cpu_experimental_ynn_fusion_type": ""}
+    threads = {"xla_cpu_multi_thread_eigen": False}
+    library = {"xla_cpu_experimental_ynn_fusion_type": "", **threads}
     emitters = {"xla_cpu_use_fusion_emitters": False, **library}
     assert sr.compiler_options() == (emitters if checked else {})
     loops = {"xla_disable_hlo_passes": "while-loop-invariant-code-motion,simplify-while-loops"}
@@ -584,6 +585,8 @@ def test_compiler_options_follow_xla_flags_and_the_release(monkeypatch):
     flag = "--xla_cpu_experimental_ynn_fusion_type=LIBRARY_FUSION_TYPE_DOT"  # the user's holds
     monkeypatch.setenv("XLA_FLAGS", flag)
     assert "xla_cpu_experimental_ynn_fusion_type" not in sr.compiler_options()
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=true")  # the user's holds
+    assert "xla_cpu_multi_thread_eigen" not in sr.compiler_options()
     monkeypatch.setenv("XLA_FLAGS", "--xla_disable_hlo_passes=algsimp")  # the user's list holds
     assert "xla_disable_hlo_passes" not in sr.compiler_options(loops=True)
     # confined to one core: XLA's memory-optimized schedule and its code generated as one
@@ -659,6 +662,36 @@ def test_no_library_fusions_and_the_same_numbers():
     assert "ynn" in xla.as_text().lower() and "ynn" not in ours.as_text().lower()
     for a, b in zip(ours(q, qd, qdd), xla(q, qd, qdd)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.skipif(
+    not _cache._checked_release(), reason="the option is checked on jaxlib 0.10 only"
+)
+def test_single_threaded_dots_are_accepted_and_change_nothing_computed():
+    """XLA takes `xla_cpu_multi_thread_eigen = False` as a program's option (a value of the
+    wrong type is refused, so the option is read), and a batched forward dynamics with dots
+    (planar PCS segments under `vmap`) is the same to rounding with and without it."""
+    body = sr.SoftBody(
+        sr.kinematics.PlanarPCS(0.2, strains=("bend", "axial", "shear")),
+        sr.quadrature.cylinder(0.02, 0.2, n_axial=4, n_radial=2),
+        1000.0,
+        material=sr.materials.CosseratRod(1e6, 4e5),
+    )
+    robot = sr.Robot([sr.Link(sr.joints.Fixed(), body)] * 2, gravity=(0.0, 0.0, -9.81))
+    rng = np.random.default_rng(7)
+    q, qd, u = (jnp.asarray(rng.normal(size=(8, robot.n_q))) * s for s in (0.5, 1.0, 0.1))
+    q = q.at[:, 1::3].set(0.0)
+
+    def fd(q, qd, u):
+        return jax.vmap(lambda *x: sr.forward_dynamics(robot, *x))(q, qd, u)
+
+    options = sr.compiler_options()
+    assert options["xla_cpu_multi_thread_eigen"] is False
+    threaded = {**options, "xla_cpu_multi_thread_eigen": True}
+    ours, pooled = (jax.jit(fd, compiler_options=o)(q, qd, u) for o in (options, threaded))
+    np.testing.assert_allclose(ours, pooled, rtol=1e-12, atol=1e-12 * float(jnp.abs(ours).max()))
+    with pytest.raises(Exception, match="xla_cpu_multi_thread_eigen"):
+        jax.jit(fd, compiler_options={**options, "xla_cpu_multi_thread_eigen": "maybe"})(q, qd, u)
 
 
 def test_programs_take_their_options_at_the_top_level_only(monkeypatch):

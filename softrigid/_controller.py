@@ -19,6 +19,7 @@ import numpy as np
 from jax import Array
 
 from ._checks import is_real_dtype
+from ._module import is_concrete
 
 if TYPE_CHECKING:
     from ._dynamics import DynamicsTerms
@@ -52,7 +53,8 @@ class Controller(abc.ABC):
         `CubicRestToRest`, whose acceleration jumps there): the adaptive methods of `simulate`
         restart at them rather than step across a jump of the right-hand side. By default
         those of the controllers and references this one holds (`held_switch_times`); a law
-        with its own jumps in time overrides it. Called on concrete controllers only."""
+        with its own jumps in time overrides it. Times traced as arguments of the user's
+        `jit` or `vmap` are left out (`concrete_times`)."""
         return held_switch_times(self)
 
     def check_robot(self, robot: Any) -> None:
@@ -94,5 +96,9 @@ def real_inputs(what: str, u: Any) -> Array:
 
 
 def concrete_times(times: Any) -> tuple[float, ...]:
-    """`times` (an array of switch times) as Python floats."""
+    """`times` (an array of switch times) as Python floats; none where they are traced (an
+    argument of the user's `jit` or `vmap`: `simulate` then plans no pieces at them, and a
+    fixed step across one stays first order, `softrigid._switches`)."""
+    if not is_concrete(times):
+        return ()
     return tuple(float(t) for t in np.asarray(times).reshape(-1))

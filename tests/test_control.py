@@ -217,11 +217,13 @@ def test_cubic_rest_to_rest_is_exact_at_the_ends():
     start, end = np.array([0.2, -1.0]), np.array([1.0, 0.5])
     ref = control.CubicRestToRest(start, end, 1.0, 3.0)
     delta = end - start
-    for t, pos, acc in ((1.0, start, 1.5 * delta), (3.0, end, -1.5 * delta)):  # ±6Δ/T²
+    # ±6Δ/T² inside the ends; at t₁ the right limit, 0 (what a fixed step from t₁ integrates)
+    before_end = np.nextafter(3.0, 0.0)
+    for t, pos, acc in ((1.0, start, 1.5 * delta), (before_end, end, -1.5 * delta), (3.0, end, 0)):
         r, rd, rdd = ref(t)
         np.testing.assert_allclose(r, pos, atol=1e-15)
-        np.testing.assert_allclose(rd, 0.0, atol=1e-15)
-        np.testing.assert_allclose(rdd, acc, rtol=1e-14)
+        np.testing.assert_allclose(rd, 0.0, atol=1e-14)
+        np.testing.assert_allclose(rdd, acc, rtol=1e-14, atol=0)
     np.testing.assert_allclose(ref(2.0)[0], (start + end) / 2, rtol=1e-15)
     for t in (0.0, 4.0):  # held outside, at rest
         r, rd, rdd = ref(t)

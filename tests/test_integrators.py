@@ -756,6 +756,51 @@ def test_switches_keep_the_fixed_step_schemes_order():
         assert np.log2(errors[0] / errors[1]) > order - 0.5, (method, errors)
 
 
+def test_a_references_end_keeps_the_fixed_step_order(double):
+    # computed torque cancels the dynamics: e = r − q obeys ë + 20 ė + 100 e = 0, so for a C¹
+    # reference at rest at t = 0, q = r − e₀ (1 + 10 t) e^{−10 t} exactly. r̈ jumps at the
+    # references' ends, where they gave the left limit: the RK4 step from t₁ integrated the
+    # earlier r̈ (a double pendulum, end at 0.2 s on the grid: 4.6e-3 and 2.3e-3 at 10 and
+    # 5 ms for the cubic, 1.0e-2 and 5.1e-3 for the spline; first order)
+    q0 = jnp.array([0.3, -0.2])
+    references = (
+        sr.control.CubicRestToRest([0.0, 0.0], [0.5, 0.2], 0.0, 0.2),
+        sr.control.Spline([0.0, 0.1, 0.2], [[0.0, 0.0], [0.5, 0.2], [0.3, 0.1]]),
+    )
+    for reference in references:
+        law = sr.control.ComputedTorque(100.0, 20.0, reference)
+        e0 = np.asarray(reference(0.0)[0] - q0)
+        errors = []
+        for dt in (0.01, 0.005):
+            run = sr.simulate(double, q0, Z, 0.3, dt, law, "rk4")
+            t = np.asarray(run.t)
+            exact = np.asarray(jax.vmap(reference)(run.t)[0]) - np.outer(
+                (1 + 10 * t) * np.exp(-10 * t), e0
+            )
+            errors.append(np.abs(np.asarray(run.q) - exact).max())
+        assert errors[0] < 5e-5, (reference, errors)
+        assert np.log2(errors[0] / errors[1]) > 3.5, (reference, errors)
+
+
+def test_switch_times_traced_by_the_users_jit_or_vmap():
+    # a Phases' (or a reference's) times traced as arguments of the user's jit or vmap made
+    # simulate read them as concrete (TracerArrayConversionError): such times plan no pieces;
+    # switches on the time grid need none, so the runs equal the eager ones
+    bob = sr.Link(joints.Revolute((0, 1, 0)), sr.RigidBody(1.0, (0, 0, -0.5), 1e-3 * jnp.eye(3)))
+    robot = sr.Robot([bob], gravity=(0, 0, -9.81))
+    laws = [sr.control.PD(5.0, 1.0, jnp.array([target])) for target in (0.0, 1.0)]
+    q0, z = jnp.array([0.3]), jnp.zeros(1)
+
+    def end(times):
+        phases = sr.control.Phases(times, laws)
+        return sr.simulate(robot, q0, z, 0.1, 0.01, controller=phases).q[-1]
+
+    eager = [end(jnp.array([t])) for t in (0.05, 0.07)]
+    jitted = jax.jit(lambda c: sr.simulate(robot, q0, z, 0.1, 0.01, controller=c).q[-1])
+    np.testing.assert_allclose(jitted(sr.control.Phases([0.05], laws)), eager[0], rtol=1e-12)
+    np.testing.assert_allclose(jax.vmap(end)(jnp.array([[0.05], [0.07]])), eager, rtol=1e-12)
+
+
 def test_a_controller_undefined_where_a_step_heads_is_named():
     # √q on a pendulum swinging through q = 0: defined at every step's start, NaN at the
     # stages of the step that crosses; every method blamed the step ("reduce dt", "raise

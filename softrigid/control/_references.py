@@ -86,13 +86,15 @@ class Constant(Reference):
 
 @module
 class CubicRestToRest(Reference):
-    """Rest-to-rest cubic from `start` at `t0` to `end` at `t1`, held outside `[t0, t1]`:
+    """Rest-to-rest cubic from `start` at `t0` to `end` at `t1`, held outside `[t0, t1)`:
 
         r = r₀ + s(τ) (r₁ − r₀),  s = 3τ² − 2τ³,  τ = (t − t₀)/T,  T = t₁ − t₀,
-        ṙ = 6τ(1 − τ)/T (r₁ − r₀),  r̈ = (6 − 12τ)/T² (r₁ − r₀)  on [t₀, t₁], else ṙ = r̈ = 0.
+        ṙ = 6τ(1 − τ)/T (r₁ − r₀),  r̈ = (6 − 12τ)/T² (r₁ − r₀)  on [t₀, t₁), else ṙ = r̈ = 0.
 
     The velocity vanishes at both ends; the acceleration is `±6 (r₁ − r₀)/T²` there (a cubic
-    cannot also bring it to zero) and jumps to zero outside.
+    cannot also bring it to zero) and jumps to zero outside. At each end the reference takes
+    its right limit (`r̈ = 6 (r₁ − r₀)/T²` at `t₀`, `0` at `t₁`): a fixed step that starts at
+    an end integrates the law that holds after it (`softrigid._switches`).
     """
 
     start: Array
@@ -124,8 +126,9 @@ class CubicRestToRest(Reference):
     def __call__(self, t: Array) -> tuple[Array, Array, Array]:
         t = _time("CubicRestToRest", t)
         period = self.t1 - self.t0
-        inside = (t >= self.t0) & (t <= self.t1)
-        # τ clipped outside only: at t₀ and t₁ its derivative is the inside one, as the values
+        # half-open: at t₁ the held reference, r̈'s right limit (a step from t₁ integrates it)
+        inside = (t >= self.t0) & (t < self.t1)
+        # τ clipped outside only: at t₀ its derivative is the inside one, as the values
         tau = jnp.where(inside, (t - self.t0) / period, jnp.where(t < self.t0, 0.0, 1.0))
         delta = self.end - self.start
         s = tau * tau * (3.0 - 2.0 * tau)
@@ -141,7 +144,8 @@ class CubicRestToRest(Reference):
 @module
 class Spline(Reference):
     """Twice continuously differentiable cubic spline through samples `r(t_k) = r_k`, held
-    (with `ṙ = r̈ = 0`) outside `[t_0, t_K]`. On `[t_k, t_{k+1}]`, with `δ = t − t_k`,
+    (with `ṙ = r̈ = 0`) outside `[t_0, t_K)` (at `t_K` the held value, the right limit that a
+    fixed step starting there integrates). On `[t_k, t_{k+1}]`, with `δ = t − t_k`,
 
         r = Σ_j c_{kj} δ^{3−j},   ṙ and r̈ its derivatives,
 
@@ -197,8 +201,9 @@ class Spline(Reference):
     def __call__(self, t: Array) -> tuple[Array, Array, Array]:
         t = _time("Spline", t)
         k = jnp.clip(jnp.searchsorted(self.times, t, side="right") - 1, 0, self.times.shape[0] - 2)
-        inside = (t >= self.times[0]) & (t <= self.times[-1])
-        # held outside only: at the end times the derivative in t is the inside one
+        # half-open: at t_K the held reference, the right limit (a step from t_K integrates it)
+        inside = (t >= self.times[0]) & (t < self.times[-1])
+        # held outside only: at t_0 the derivative in t is the inside one
         d = jnp.where(inside, t, jnp.clip(t, self.times[0], self.times[-1])) - self.times[k]
         c3, c2, c1, c0 = self.coefficients[k]
         r = ((c3 * d + c2) * d + c1) * d + c0

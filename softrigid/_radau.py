@@ -103,9 +103,13 @@ class Adaptive:
             value = getattr(self, field)
             if not is_real_number(value):
                 raise TypeError(f"{name}: {field} must be a real number, got {value!r}")
-            if not (np.isfinite(value) and value > 0):
+            try:  # an integer past float's range (10**400) overflows, as an infinity would
+                number = float(value)
+            except OverflowError:
+                number = np.inf
+            if not (np.isfinite(number) and number > 0):
                 raise ValueError(f"{name}: {field} must be a finite positive number, got {value!r}")
-            object.__setattr__(self, field, float(value))
+            object.__setattr__(self, field, number)
         if self.rtol < _MIN_RTOL:
             # scipy raises it to this (with a warning) and derives its Newton tolerance from the
             # value given: infinite for rtol = 0

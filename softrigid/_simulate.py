@@ -294,6 +294,13 @@ def simulate(
             f"'semi_implicit_euler', not by method {scheme.name!r}"
         )
     policy = controller if isinstance(controller, Controller) else None
+    if policy is not None and jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(policy)):
+        raise TypeError(
+            f"simulate: controller: {type(policy).__name__} is a Controller but not a pytree "
+            "(simulate passes a Controller's gains as traced arguments): declare it as "
+            "softrigid's controllers are, an equinox.Module subclass or a dataclass registered "
+            "with jax.tree_util, or pass a plain callable u(t, q, qd)"
+        )
     static_law = None if policy is not None else controller
     eager = runs_eagerly(q0, qd0, robot, loads, policy, constraints)
     if not is_concrete(q0, qd0):  # checked at the entry when concrete; else when the run starts

@@ -443,6 +443,20 @@ def test_bdf_jacobians(double, capsys):
         BDF(rtol=1e-20)
     with pytest.raises(TypeError, match="Radau: rtol must be a real number, got array"):
         Radau(rtol=np.array(1e-6))
+    # an integer past float's range raised NumPy's "ufunc 'isfinite' not supported"
+    with pytest.raises(ValueError, match="BDF: atol must be a finite positive number, got 1000"):
+        BDF(atol=10**400)
+    # a Controller that is not a pytree failed in JAX ("Error interpreting argument to
+    # <function _run> as an abstract array"); vector_field, which closes over it, runs it
+
+    class Plain(Controller):
+        def __call__(self, t, q, qd, terms):
+            return jnp.zeros(2)
+
+    for method in ("rk4", "radau"):
+        with pytest.raises(TypeError, match="controller: Plain is a Controller but not a pytree"):
+            sr.simulate(double, Q0, Z, 0.02, 0.01, Plain(), method)
+    assert np.all(np.isfinite(sr.vector_field(double, Plain())(0.0, (Q0, Z))[1]))
     # the exported base class ran as a method and failed in scipy ("module 'scipy.integrate'
     # has no attribute ''")
     with pytest.raises(TypeError, match=r"Adaptive is the base .*use integrators.Radau"):

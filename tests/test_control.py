@@ -649,17 +649,27 @@ def test_computed_torque_through_simulate():
     np.testing.assert_allclose(e, exact, atol=1e-7 * abs(e[0, 0]))
 
 
-def test_closed_loop_jacobian_is_the_forward_mode_one(robot):
+@pytest.mark.parametrize(
+    "law",
+    [
+        "pfbl",
+        pytest.param("computed_torque", marks=pytest.mark.slow),
+        pytest.param("compensated_pd", marks=pytest.mark.slow),
+    ],
+)
+def test_closed_loop_jacobian_is_the_forward_mode_one(robot, law):
     # the closed loop's Jacobian from the link-local linearization of M, the bias and A, the
     # law and the solve differentiated through them (what BDF's jacobian="autodiff" uses),
-    # equals forward mode through the whole loop: PFBL on the tendon (underactuated),
-    # computed torque and the compensated PD, on a soft arm with a joint motor and a tendon
+    # equals forward mode through the whole loop: PFBL on the tendon (underactuated), and in
+    # the slow set computed torque and the compensated PD (each about 25 s of compilation), on
+    # a soft arm with a joint motor and a tendon
     q, qd = jnp.array([0.3, -0.4]), jnp.array([0.5, 0.2])
-    laws = (pfbl(robot, 3.0, 2.0, (0.001, 0.003)), computed_torque(), compensated_pd(robot))
-    for law in laws:
-        dyn = make_dynamics(robot, (), law)
-        exact = jax.jit(dyn.jacobian)(0.4, q, qd)
-        forward = jax.jacfwd(lambda y, dyn=dyn: dyn.accel(0.4, y[:2], y[2:]))(
-            jnp.concatenate([q, qd])
-        )
-        np.testing.assert_allclose(exact, forward, rtol=1e-9, atol=1e-9 * np.abs(forward).max())
+    laws = {
+        "pfbl": lambda: pfbl(robot, 3.0, 2.0, (0.001, 0.003)),
+        "computed_torque": computed_torque,
+        "compensated_pd": lambda: compensated_pd(robot),
+    }
+    dyn = make_dynamics(robot, (), laws[law]())
+    exact = jax.jit(dyn.jacobian)(0.4, q, qd)
+    forward = jax.jacfwd(lambda y: dyn.accel(0.4, y[:2], y[2:]))(jnp.concatenate([q, qd]))
+    np.testing.assert_allclose(exact, forward, rtol=1e-9, atol=1e-9 * np.abs(forward).max())

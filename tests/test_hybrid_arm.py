@@ -11,6 +11,7 @@ soft arm's PD reduces its error, and the outputs are written."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -24,7 +25,11 @@ SCALE = 0.2  # of the seed's UR motion, which phase i spreads over 3 s
 
 @pytest.fixture(scope="module")
 def example():
-    return load_example("hybrid_arm")
+    module = load_example("hybrid_arm")
+    # one build for this module's tests: the gripper's empirical fit takes about a minute on
+    # the 2-core machine, and without the compilation cache (tests) `run` fitted it again
+    module.build = functools.cache(module.build)
+    return module
 
 
 def _dh(theta: np.ndarray, table) -> list[np.ndarray]:

@@ -155,10 +155,15 @@ def _run(
             stage = dyn
             if period is not None:
                 # zero-order hold: sample u every `period` steps, hold it in between
+                sample = k % period == 0
                 u_held = jax.lax.cond(
-                    k % period == 0, lambda: dyn.inputs(t, state.q, state.qd), lambda: u_held
+                    sample, lambda: dyn.inputs(t, state.q, state.qd), lambda: u_held
                 )
                 stage = dyn.hold(u_held)
+                if scheme.restarts:  # each sample jumps u: from its accelerations (_switches)
+                    state = jax.lax.cond(
+                        sample & (k > 0), lambda y: scheme.restart(stage, t, y), lambda y: y, state
+                    )
             if pieces is None:
                 new, ok, u = scheme.step(stage, t, state, dt)
             else:  # steps in pieces at the switches (`softrigid._switches`)
@@ -339,7 +344,7 @@ def simulate(
     # switches known now: a step across one is taken in pieces, generalized-α restarts at
     # them (zero-order hold: the inputs are held over steps, a switch acts at the next sample)
     times = policy.switch_times() if policy is not None and period is None else ()
-    plan = plan_pieces(times, dt, n_steps, q0.dtype, scheme)
+    plan = plan_pieces(times, dt, n_steps, q0.dtype)
     traj, ok = run(
         robot,
         q0,

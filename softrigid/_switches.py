@@ -62,21 +62,21 @@ class Assembly(NamedTuple):
 
 
 def plan_pieces(
-    times: Sequence[float], dt: float, n_steps: int, dtype: np.dtype, scheme: Integrator
+    times: Sequence[float], dt: float, n_steps: int, dtype: np.dtype
 ) -> tuple[tuple[float, ...], Pieces, Assembly] | None:
     """The switch times the run acts on, its pieces and their assembly into steps, or `None`
-    where the steps need neither pieces nor restarts (no switch inside a step; on the grid,
-    a scheme that does not restart). A switch within the margin of a step's left limit
-    (`grid_margin`) of a grid time `k dt`, `0 < k < n_steps`, is on the grid; one farther
-    from both ends of a step is inside it."""
+    where no switch falls in the run. A switch within the margin of a step's left limit
+    (`grid_margin`) of a grid time `k dt`, `0 < k < n_steps`, is on the grid: step `k`
+    starts at the later of `k dt` and the switch (`piece_step`), and a scheme that restarts
+    restarts there; one farther from both ends of a step is inside it."""
     eps = float(np.finfo(dtype).eps)
     kept: list[float] = []
-    on_grid: set[int] = set()  # the steps that start at a switch
+    on_grid: dict[int, int] = {}  # the steps that start at a switch → the switch
     inside: dict[int, list[int]] = {}  # step → the switches inside it, in order
     for ts in sorted(set(times)):
         k = round(ts / dt)
         if 0 < k < n_steps and abs(ts - k * dt) <= grid_margin(k * dt, dt, eps):
-            on_grid.add(k)
+            on_grid[k] = len(kept)
             kept.append(ts)
             continue
         k = math.floor(ts / dt)
@@ -84,8 +84,7 @@ def plan_pieces(
         if 0 <= k < n_steps and k * dt + margin < ts < k * dt + dt - margin:
             inside.setdefault(k, []).append(len(kept))
             kept.append(ts)
-    restart = scheme.restarts and bool(on_grid or inside)
-    if not (inside or restart):
+    if not (inside or on_grid):
         return None
     counts = np.ones(n_steps, np.int64)
     for k, cuts in inside.items():
@@ -96,7 +95,8 @@ def plan_pieces(
     end = np.full(k_of.size, -1, np.int32)
     starts_at_switch = np.zeros(k_of.size, bool)
     fresh = np.zeros(k_of.size, bool)
-    for k in on_grid:
+    for k, index in on_grid.items():
+        start[first[k]] = index  # the step starts at the switch where it lies above k dt
         starts_at_switch[first[k]] = True
     for k, cuts in inside.items():
         pieces = first[k] + np.arange(len(cuts) + 1)
@@ -130,7 +130,10 @@ def piece_step(
     the whole step `dt` where it has no switch), from the restarted state where a switch is at
     its start (schemes that restart), and without a kept iteration matrix where it must be
     fresh (implicit schemes); `u` the inputs at its start."""
-    a = jnp.where(x.start >= 0, switches[jnp.maximum(x.start, 0)], t)
+    # a piece starts at its switch; a step at a switch on the grid at the later of `t` and the
+    # switch (a switch a rounding above `k dt`, or a `k dt` rounded below it in the run's
+    # dtype, would run the step's first stage with the earlier law)
+    a = jnp.where(x.start >= 0, jnp.maximum(t, switches[jnp.maximum(x.start, 0)]), t)
     b = jnp.where(x.end >= 0, switches[jnp.maximum(x.end, 0)], t + dt)
     h = jnp.where((x.start < 0) & (x.end < 0), dt, b - a)
     if scheme.implicit:

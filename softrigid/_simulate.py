@@ -146,9 +146,9 @@ def _run(
             state, u_held = carry
             k = x if pieces is None else x.k
             t = k * dt
-            if progress:
+            if progress:  # once per step: at its last piece (which ends at (k + 1) dt)
                 jax.lax.cond(
-                    k % every == 0,
+                    (k % every == 0) & (True if pieces is None else x.end < 0),
                     lambda: jax.debug.callback(_Progress.report, k, n_steps, dt),
                     lambda: None,
                 )

@@ -4,9 +4,11 @@ A `Phases` switch jumps the inputs, and a `CubicRestToRest`'s or a `Spline`'s en
 reference's `r̈` (`Controller.switch_times`). A fixed step across such a time integrates a
 law that is not smooth: its error is `O(h · jump)` whatever the scheme's order (RK4 at 10 ms
 on a double pendulum: 0.08 at 0.6 s after a switch at 0.5037 s, and no better at 5 and
-2.5 ms). A switch on the time grid `t_k = k dt` needs no split (a step's end is evaluated as
-its left limit: `_integrators.stage_time`); a switch inside a step `(t_k, t_k + h)` is taken
-as a boundary of the step's pieces,
+2.5 ms). A switch on the time grid `t_k = k dt` (to within `grid_margin`) needs no split: a
+step's end is evaluated as its left limit (`_integrators.stage_time`), and the step from
+`t_k` starts at the later of `t_k` and the switch (`piece_step`: a switch a rounding above
+`k dt` would otherwise meet the earlier law at the step's first stage); a switch inside a
+step `(t_k, t_k + h)` is taken as a boundary of the step's pieces,
 
     t_k → s_1 → … → s_m → t_k + h,     s_j the switches inside the step, in order,
 

@@ -841,6 +841,19 @@ def test_a_references_end_keeps_the_fixed_step_order(double):
         assert np.log2(errors[0] / errors[1]) > 3.5, (reference, errors)
 
 
+def test_progress_reports_a_step_in_pieces_once(capsys):
+    # a step split at a switch (0.0537 s inside the step from 0.05 s) reported its time once per
+    # piece: "t = 0.05" twice
+    bob = sr.Link(joints.Revolute((0, 1, 0)), sr.RigidBody(1.0, (0, 0, -0.5), 1e-3 * jnp.eye(3)))
+    robot = sr.Robot([bob], gravity=(0, 0, -9.81))
+    laws = [sr.control.PD(5.0, 1.0, jnp.array([target])) for target in (0.0, 1.0)]
+    phases = sr.control.Phases([0.0537], laws)
+    sr.simulate(robot, jnp.array([0.3]), jnp.zeros(1), 0.1, 0.01, phases, progress=True)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("simulate")]
+    times = [line.split(" / ")[0] for line in lines]
+    assert len(times) == len(set(times)) == 11, lines
+
+
 def test_switch_times_traced_by_the_users_jit_or_vmap():
     # a Phases' (or a reference's) times traced as arguments of the user's jit or vmap made
     # simulate read them as concrete (TracerArrayConversionError): such times plan no pieces;

@@ -50,7 +50,8 @@ class Pieces(NamedTuple):
     `a` to `b`, the step `k`'s own ends `k dt`, `(k + 1) dt` or switch times between."""
 
     k: Array  # (P,) the step of each piece
-    start: Array  # (P,) the switch the piece starts at (index into the times), −1: at k dt
+    start: Array  # (P,) the switch it starts at (index into the times; on the grid: at the
+    # later of k dt and the switch), −1: at k dt
     end: Array  # (P,) the switch it ends at, −1: at (k + 1) dt
     restart: Array  # (P,) restart the scheme at the piece's start (a switch there)
     fresh: Array  # (P,) drop a kept iteration matrix (built for another step size)

@@ -43,16 +43,20 @@ H, LONG_STEPS = 0.004, 2500
 SHORT_STEPS, T_COMMON = 20, 0.1
 
 
-def _double_pendulum(damping=0.0):
-    # two 1 kg links, centres 0.5 m below their joints, revolute about y (optional joint
-    # dampers), gravity −z
+def _pendulum(n_links=1, damping=0.0):
+    # 1 kg links, centres 0.5 m below their joints, revolute about y (optional joint dampers),
+    # gravity −z
     def link():
         return sr.Link(
             joints.Revolute((0, 1, 0), damping=damping),
             sr.RigidBody(1.0, (0, 0, -0.5), 1e-3 * jnp.eye(3)),
         )
 
-    return sr.Robot([link(), link()], gravity=(0, 0, -9.81))
+    return sr.Robot([link() for _ in range(n_links)], gravity=(0, 0, -9.81))
+
+
+def _double_pendulum(damping=0.0):
+    return _pendulum(2, damping)
 
 
 def _soft_arm(young, eta):
@@ -746,8 +750,7 @@ def test_switches_keep_the_fixed_step_schemes_order():
     # step is taken in pieces between the switches and generalized-α restarts at each
     # (`softrigid._switches`); a pendulum under three PD phases, switches at 0.3 s (on the
     # grid) and 0.5037 s (inside a step)
-    bob = sr.Link(joints.Revolute((0, 1, 0)), sr.RigidBody(1.0, (0, 0, -0.5), 1e-3 * jnp.eye(3)))
-    robot = sr.Robot([bob], gravity=(0, 0, -9.81))
+    robot = _pendulum()
     laws = [
         sr.control.PD(k, 0.1 * k, jnp.array([t])) for k, t in ((20, 0.5), (40, -0.5), (30, 0.2))
     ]
@@ -844,8 +847,7 @@ def test_a_references_end_keeps_the_fixed_step_order(double):
 def test_progress_reports_a_step_in_pieces_once(capsys):
     # a step split at a switch (0.0537 s inside the step from 0.05 s) reported its time once per
     # piece: "t = 0.05" twice
-    bob = sr.Link(joints.Revolute((0, 1, 0)), sr.RigidBody(1.0, (0, 0, -0.5), 1e-3 * jnp.eye(3)))
-    robot = sr.Robot([bob], gravity=(0, 0, -9.81))
+    robot = _pendulum()
     laws = [sr.control.PD(5.0, 1.0, jnp.array([target])) for target in (0.0, 1.0)]
     phases = sr.control.Phases([0.0537], laws)
     sr.simulate(robot, jnp.array([0.3]), jnp.zeros(1), 0.1, 0.01, phases, progress=True)
@@ -858,8 +860,7 @@ def test_switch_times_traced_by_the_users_jit_or_vmap():
     # a Phases' (or a reference's) times traced as arguments of the user's jit or vmap made
     # simulate read them as concrete (TracerArrayConversionError): such times plan no pieces;
     # switches on the time grid need none, so the runs equal the eager ones
-    bob = sr.Link(joints.Revolute((0, 1, 0)), sr.RigidBody(1.0, (0, 0, -0.5), 1e-3 * jnp.eye(3)))
-    robot = sr.Robot([bob], gravity=(0, 0, -9.81))
+    robot = _pendulum()
     laws = [sr.control.PD(5.0, 1.0, jnp.array([target])) for target in (0.0, 1.0)]
     q0, z = jnp.array([0.3]), jnp.zeros(1)
 

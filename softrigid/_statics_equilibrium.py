@@ -33,7 +33,7 @@ from ._checks import as_flag, is_real_number, raise_if
 from ._entry import check_inputs, check_robot, check_states
 from ._loads import check_loads
 from ._model import Robot
-from ._module import is_concrete
+from ._module import is_concrete, runs_eagerly
 from ._soft_body import SoftBody
 from ._statics_newton import (
     CONVERGED,
@@ -44,6 +44,7 @@ from ._statics_newton import (
     SINGULAR_RATIO,
     StaticSolution,
     solve_jit,
+    solve_plain_jit,
 )
 
 __all__ = [
@@ -235,8 +236,13 @@ def equilibrium(
     eager = is_concrete(robot, u, q, loads)
     # the compiled solve also under a transformation (a jit around it inlines it): an eager
     # `jax.grad` or `jax.vmap` of a function that builds the robot from its parameter ran the
-    # Newton loop op by op and compiled it again at every call (15 s per gradient)
-    sol = solve_jit(robot, loads, u, q, tol=tol, max_iter=max_iter)
+    # Newton loop op by op and compiled it again at every call (15 s per gradient). Outside
+    # every transformation, with arguments that nothing traces, no derivative of the result
+    # can be asked: the solve without the implicit function theorem's tracing
+    # (`solve_plain_jit`; not under a transformation, whose tracers a kinematics function may
+    # close over)
+    solve = solve_plain_jit if runs_eagerly(robot, u, q, loads) else solve_jit
+    sol = solve(robot, loads, u, q, tol=tol, max_iter=max_iter)
     if not throw:
         return sol
     if eager:

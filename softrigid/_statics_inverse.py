@@ -41,8 +41,9 @@ from ._statics_levenberg import (
     SINGULAR,
     InverseStaticSolution,
     lm_jit,
+    lm_plain_jit,
 )
-from ._statics_newton import solve_jit
+from ._statics_newton import solve_plain_jit
 from .kinematics._base import trace_user, user_array
 
 __all__ = ["InverseStaticSolution", "inverse_statics"]
@@ -171,8 +172,10 @@ def inverse_statics(
     eager = runs_eagerly(robot, q, u, loads, target, w)
     args = (robot, loads, output, target, w, q, u, float(damping), tol, max_iter)
     # the compiled loop also under a transformation (a jit around it inlines it): eagerly under
-    # `jax.jacfwd` or `jax.vmap` the loop ran op by op and compiled again at every call
-    sol = lm_jit(*args)
+    # `jax.jacfwd` or `jax.vmap` the loop ran op by op and compiled again at every call; an
+    # eager call, whose result nothing differentiates, without the implicit function theorem's
+    # tracing (`lm_plain_jit`)
+    sol = (lm_plain_jit if eager else lm_jit)(*args)
     if not throw:
         return sol
     if not eager:
@@ -189,7 +192,7 @@ def inverse_statics(
         raise ValueError(_MESSAGES[3])
     if status == NO_EQUILIBRIUM:
         # solve it again for the equilibrium's own message
-        failed = solve_jit(robot, loads, u, q, tol=INNER_TOL, max_iter=INNER_ITER)
+        failed = solve_plain_jit(robot, loads, u, q, tol=INNER_TOL, max_iter=INNER_ITER)
         try:
             raise_failure(robot, failed, INNER_ITER)
         except ValueError as err:
@@ -203,7 +206,7 @@ def inverse_statics(
             "check that the target is reachable, or raise max_iter"
         )
     if status == SINGULAR:
-        at = solve_jit(robot, loads, sol.u, sol.q, tol=INNER_TOL, max_iter=INNER_ITER)
+        at = solve_plain_jit(robot, loads, sol.u, sol.q, tol=INNER_TOL, max_iter=INNER_ITER)
         coords, cond = null_coordinates(at.jacobian)
         raise ValueError(
             "inverse_statics: the equilibrium's Jacobian ∂r/∂q is singular at q = "

@@ -20,7 +20,7 @@ from ._module import rounding_tolerance
 from ._statics_newton import CONVERGED, dense_tangent_solve, newton
 from ._statics_residual import residual
 
-__all__ = ["InverseStaticSolution", "lm_jit"]
+__all__ = ["InverseStaticSolution", "lm_jit", "lm_plain_jit"]
 
 INNER_TOL = 1e-12
 INNER_ITER = 50
@@ -265,4 +265,10 @@ def _implicit(
     return InverseStaticSolution(q, u, output(q), err, it, status, stable > 0.5)
 
 
-lm_jit = jit(_implicit, loops=True, static_argnames=("output", "damping", "tol", "max_iter"))
+_STATIC = ("output", "damping", "tol", "max_iter")
+lm_jit = jit(_implicit, loops=True, static_argnames=_STATIC)
+# for arguments that nothing traces (an eager call): `_implicit`'s `custom_root` traces the
+# roots `F` and their linearization at every call, differentiated or not (the helicoid robot of
+# `examples/helicoid_tracking.py`: about half of the program's tracing, which a filled
+# compilation cache cannot skip); the same loop and solution without it
+lm_plain_jit = jit(_levenberg_marquardt, loops=True, static_argnames=_STATIC)

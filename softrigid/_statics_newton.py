@@ -47,6 +47,7 @@ __all__ = [
     "newton",
     "solve_equilibrium",
     "solve_jit",
+    "solve_plain_jit",
 ]
 
 _ARMIJO = 1e-4
@@ -263,4 +264,17 @@ def solution(q: Array, u: Array, c: _Carry) -> StaticSolution:
     return StaticSolution(q, u, it, c.norm, status, stable, c.jac, c.history)
 
 
+def solve_plain(
+    robot: Robot, loads: tuple, u: Array, q0: Array, tol: float, max_iter: int
+) -> StaticSolution:
+    """`solve_equilibrium` without its implicit differentiation, for arguments that nothing
+    traces (no derivative can be asked of the result): `jax.lax.custom_root` traces the
+    residual and its linearization at every call, differentiated or not, which on the helicoid
+    robot of `examples/helicoid_tracking.py` was about half of the inverse statics' tracing
+    (`inverse_statics`, `lm_plain_jit`). The same loop, the same solution."""
+    q, c = newton(robot, loads, u, q0, tol, max_iter)
+    return solution(q, u, c)
+
+
 solve_jit = jit(solve_equilibrium, loops=True, static_argnames=("tol", "max_iter"))
+solve_plain_jit = jit(solve_plain, loops=True, static_argnames=("tol", "max_iter"))

@@ -47,7 +47,10 @@ class Dynamics(NamedTuple):
     `DynamicsTerms` when `needs_terms` (a `Controller`), else `None`. `constraints`
     (`softrigid.constraints`) act through the Udwadia–Kalaba equation in `accel`. `solver`
     (`"cholesky"` or `"articulated"`) computes `q̈` in `accel` when neither the controller nor
-    the constraints need `M` (then `M` is built anyway and the Cholesky solve shares it)."""
+    the constraints need `M` (then `M` is built anyway and the Cholesky solve shares it).
+    `differentiable` false says that nothing will differentiate the run (an eager `simulate`):
+    the implicit schemes' step solves then leave out the implicit function theorem
+    (`softrigid._newton`)."""
 
     robot: Robot
     loads: tuple
@@ -56,6 +59,7 @@ class Dynamics(NamedTuple):
     constraints: tuple[Constraint, ...] = ()
     solver: str = "cholesky"
     constant: bool = False
+    differentiable: bool = True
 
     def checked(self, u: Any, q: Array) -> Array:
         raw = jnp.asarray(u)

@@ -38,7 +38,9 @@ matrix:
 new and a kept matrix becomes a select that evaluates both: batched, every iteration pays for the
 derivatives, as full Newton does. The solve is wrapped in `lax.custom_root`, so `jax.grad`
 differentiates the converged step by the implicit function theorem (the matrix is not
-differentiated: it only steers the iteration).
+differentiated: it only steers the iteration). `custom_root` traces the linearized residual and
+its tangent solve at every step's trace, differentiated or not; a run that nothing can
+differentiate (an eager `simulate`, `Dynamics.differentiable` false) solves without it.
 """
 
 from __future__ import annotations
@@ -173,6 +175,9 @@ def newton(
         # when nothing is differentiated)
         return jnp.linalg.solve(jax.jacfwd(g)(y), y)
 
-    x, aux = jax.lax.custom_root(residual, x0, solve, tangent_solve, has_aux=True)
+    if dyn.differentiable:
+        x, aux = jax.lax.custom_root(residual, x0, solve, tangent_solve, has_aux=True)
+    else:  # nothing differentiates the run: the loop alone, without custom_root's tracing
+        x, aux = solve(residual, x0)
     ok, matrix, evaluations = jax.lax.stop_gradient(aux)
     return x, ok > 0.5, IterationMatrix(matrix, ok, evaluations)

@@ -133,12 +133,14 @@ def _run(
     solver: str,
     switches: Array,
     pieces: tuple[Pieces, Assembly] | None,
+    differentiable: bool = True,
 ) -> tuple[Trajectory, Array]:
     # the public functions a controller, policy or constraint calls run without their own
     # run-time checks here (`trial_evaluations`): a run that diverges reaches them with a
     # non-finite state, and `check_run` / `raise_failed_step` name the step instead
     with trial_evaluations():
         dyn = closed_loop(robot, loads, policy, controller, constraints, solver)
+        dyn = dyn._replace(differentiable=differentiable)
         charts = has_charts(robot)
         every = max(1, n_steps // _REPORTS)
 
@@ -192,7 +194,16 @@ def _run(
     return Trajectory(t, q, qd, u), ok
 
 
-_STATIC = ("n_steps", "scheme", "controller", "period", "check", "progress", "solver")
+_STATIC = (
+    "n_steps",
+    "scheme",
+    "controller",
+    "period",
+    "check",
+    "progress",
+    "solver",
+    "differentiable",
+)
 _run_jit = jit(_run, static_argnames=_STATIC)
 # under a `vmap`: many initial states run chunk by chunk on CPU (softrigid._batching)
 _run_jit_batched = jit(chunked(_run), static_argnames=_STATIC)
@@ -362,6 +373,7 @@ def simulate(
         solver,
         jnp.asarray(() if plan is None else plan[0], q0.dtype),
         None if plan is None else plan[1:],
+        not eager,  # differentiable: eager, nothing can be (the steps without custom_root)
     )
     if eager and progress:
         jax.effects_barrier()

@@ -26,6 +26,10 @@ def test_quick_start_runs():
     np.testing.assert_allclose(scope["M"], sr.mass_matrix(robot, q), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(scope["qdd"], np.ones(2), rtol=1e-9, atol=1e-9)
     assert scope["traj"].q.shape[1] == robot.n_q and np.all(np.isfinite(scope["traj"].q))
+    # the segment is elastic (`+ s` in the comment): bent by q = 0.1 it pushes back (without a
+    # material, as printed until session 73, s = 0 and the segment was a floppy mass)
+    s = np.asarray(sr.elastic_force(robot, q))
+    assert s[0] == 0.0 and s[1] * q[1] > 0.0
     batch = scope["batch"]
     assert batch.shape == (64, robot.n_q)
     expected = sr.inverse_dynamics(robot, np.zeros(2), np.zeros(2), np.ones(2))

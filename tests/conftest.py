@@ -20,6 +20,7 @@ start are short and neither worker idles at the end (longest processing time fir
 
 import gc
 import os
+from typing import Any
 
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (
@@ -69,3 +70,18 @@ def _release_compiled_programs():
     yield
     jax.clear_caches()
     gc.collect()
+
+
+@pytest.fixture
+def custom_root_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one at every `jax.lax.custom_root` call (traced calls: a solve
+    whose program is traced while the fixture is active)."""
+    calls: list[int] = []
+    custom_root = jax.lax.custom_root
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return custom_root(*args, **kwargs)
+
+    monkeypatch.setattr(jax.lax, "custom_root", counted)
+    return calls

@@ -911,20 +911,15 @@ def test_fixed_step_run_names_a_controller_undefined_at_the_failed_step(double):
 
 
 @pytest.mark.parametrize("scheme", [ImplicitEuler, GeneralizedAlpha])
-def test_eager_implicit_runs_leave_out_the_implicit_differentiation(double, scheme, monkeypatch):
+def test_eager_implicit_runs_leave_out_the_implicit_differentiation(
+    double, scheme, custom_root_calls
+):
     # `custom_root` traces the linearized residual and its tangent solve for every step's
     # trace, differentiated or not (the swinging arm's generalized-α run: 127 of its first
     # call's seconds were tracing); an eager run, which nothing can differentiate, solves its
     # steps without it, to the same trajectory; under a transformation it stays (the gradients
     # of `test_grad_through_simulate`)
-    roots = []
-    custom_root = jax.lax.custom_root
-
-    def counted(*args, **kwargs):
-        roots.append(1)
-        return custom_root(*args, **kwargs)
-
-    monkeypatch.setattr(jax.lax, "custom_root", counted)
+    roots = custom_root_calls
     method = scheme()  # a new instance: a program of its own, traced here
     eager = sr.simulate(double, Q0, Z, 0.05, 0.01, method=method)
     assert not roots

@@ -619,7 +619,7 @@ def test_inverse_statics_forward_mode_through_an_output_closure(sideways_rod):
     np.testing.assert_allclose(jax.jacfwd(tension)(0.0), fd, rtol=1e-6)
 
 
-def test_eager_solves_leave_out_the_implicit_differentiation(monkeypatch):
+def test_eager_solves_leave_out_the_implicit_differentiation(custom_root_calls):
     # `custom_root` traces the roots and their linearization at every call, differentiated or
     # not: on the helicoid robot of Simulation 1 half of the inverse statics' 10.8 s of tracing.
     # An eager call (nothing traced: no derivative can be asked) runs the loop without it,
@@ -627,14 +627,7 @@ def test_eager_solves_leave_out_the_implicit_differentiation(monkeypatch):
     k = 2.0
     robot = pendulum(gravity=(0.0, 0.0, 0.0), stiffness=k)
     tip = jnp.array([[0.0, 0.0, 1.0]])
-    roots = []
-    custom_root = jax.lax.custom_root
-
-    def counted(*args, **kwargs):
-        roots.append(1)
-        return custom_root(*args, **kwargs)
-
-    monkeypatch.setattr(jax.lax, "custom_root", counted)
+    roots = custom_root_calls
 
     def tip_x(q):
         return sr.world_points(robot, q, 0, tip)[0, :1]

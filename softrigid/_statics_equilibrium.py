@@ -33,7 +33,7 @@ from ._checks import as_flag, is_real_number, raise_if
 from ._entry import check_inputs, check_robot, check_states
 from ._loads import check_loads
 from ._model import Robot
-from ._module import is_concrete, runs_eagerly
+from ._module import runs_eagerly
 from ._soft_body import SoftBody
 from ._statics_newton import (
     CONVERGED,
@@ -233,15 +233,16 @@ def equilibrium(
     """
     tol, max_iter, throw = check_options(tol, max_iter, throw)
     robot, q, u, loads = setup(robot, u, q0, loads)
-    eager = is_concrete(robot, u, q, loads)
+    # eager: concrete arguments outside every transformation; under one, a user function of
+    # the model (a kinematics map, an energy) may close over its tracers, which the arguments
+    # do not show (eager `vmap`/`jacfwd` over such a closure read a traced status)
+    eager = runs_eagerly(robot, u, q, loads)
     # the compiled solve also under a transformation (a jit around it inlines it): an eager
     # `jax.grad` or `jax.vmap` of a function that builds the robot from its parameter ran the
-    # Newton loop op by op and compiled it again at every call (15 s per gradient). Outside
-    # every transformation, with arguments that nothing traces, no derivative of the result
-    # can be asked: the solve without the implicit function theorem's tracing
-    # (`solve_plain_jit`; not under a transformation, whose tracers a kinematics function may
-    # close over)
-    solve = solve_plain_jit if runs_eagerly(robot, u, q, loads) else solve_jit
+    # Newton loop op by op and compiled it again at every call (15 s per gradient). Eagerly
+    # no derivative of the result can be asked: the solve without the implicit function
+    # theorem's tracing (`solve_plain_jit`)
+    solve = solve_plain_jit if eager else solve_jit
     sol = solve(robot, loads, u, q, tol=tol, max_iter=max_iter)
     if not throw:
         return sol

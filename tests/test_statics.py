@@ -645,3 +645,25 @@ def test_eager_solves_leave_out_the_implicit_differentiation(custom_root_calls):
     for field in ("iterations", "status", "stable"):
         assert np.asarray(getattr(eager, field)) == np.asarray(getattr(traced, field))
         assert np.asarray(getattr(held, field)) == np.asarray(getattr(traced_held, field))
+
+
+def test_equilibrium_of_a_model_closing_over_a_mapped_value():
+    # a user map closing over `a`, the value an eager `vmap`/`jacfwd` maps: the arguments are
+    # concrete but the model is not, so the call is not eager (before: the eager error branch
+    # read the traced status, ConcretizationTypeError); the closed form q = (u + g a m_z)/k
+    k, g, u = 3.0, 9.81, jnp.array([0.2])
+    points, weights = np.asarray(VOLUME.points), np.asarray(VOLUME.weights)
+    m_z = 1000.0 * np.sum(weights * points[:, 2])
+
+    def q_eq(a):
+        def bent(x, q):  # x1 += a q x3: the body's x3-moment turns gravity along x1 into q
+            return x + q[0] * a * x[2] * jnp.array([1.0, 0.0, 0.0])
+
+        energy = sr.materials.Energy(lambda q: 0.5 * k * q[0] ** 2)
+        body = sr.SoftBody(bent, VOLUME, density=1000.0, n_q=1, material=energy)
+        robot = sr.Robot([sr.Link(joints.Fixed(), body)], gravity=(g, 0.0, 0.0))
+        return equilibrium(robot, u).q[0]
+
+    a = jnp.array([1.0, 2.0])
+    np.testing.assert_allclose(jax.vmap(q_eq)(a), (0.2 + g * a * m_z) / k, rtol=1e-10)
+    np.testing.assert_allclose(jax.jacfwd(q_eq)(1.0), g * m_z / k, rtol=1e-9)

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ._checks import as_float, raise_if, traced_check
+from ._checks import as_float, is_real_number, raise_if, traced_check
 from ._model import Robot
 from ._module import is_concrete, rounding_tolerance, runs_eagerly
 from ._reports import PREFIX
@@ -152,7 +152,7 @@ def inverse_statics(
     target = as_float(target, "inverse_statics: target").astype(q.dtype)
     if is_concrete(target) and not np.all(np.isfinite(np.asarray(target))):
         raise ValueError(f"inverse_statics: target must be finite, got {np.asarray(target)}")
-    if not isinstance(damping, (int, float)) or isinstance(damping, bool):
+    if not is_real_number(damping):  # NumPy scalars too, as `tol` and `max_iter`
         raise ValueError(f"inverse_statics: damping must be a positive number, got {damping!r}")
     if not (np.isfinite(damping) and damping > 0):
         raise ValueError(f"inverse_statics: damping must be a positive number, got {damping!r}")

@@ -20,6 +20,7 @@ would add.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -61,7 +62,8 @@ _RUNNING = -1
 
 
 class StaticSolution(NamedTuple):
-    """An equilibrium (a pytree: batched under `vmap`, differentiable in `q`).
+    """An equilibrium (a pytree: batched under `vmap`; `q` and `jacobian` differentiable, `q`
+    by the implicit function theorem).
 
     Attributes:
         q: `(n_q,)` equilibrium configuration (the last iterate when `status != 0`).
@@ -253,7 +255,31 @@ def solve_equilibrium(
         )
 
     q, c = jax.lax.custom_root(balance, q0, solve, dense_tangent_solve, has_aux=True)
-    return solution(q, u, c)
+    # custom_root's auxiliary outputs carry no derivative: J's is that of ∂r/∂q at q*
+    return solution(q, u, c._replace(jac=_differentiable_jacobian(robot, loads, u, q, c.jac)))
+
+
+def _differentiable_jacobian(robot: Robot, loads: tuple, u: Array, q: Array, value: Array) -> Array:
+    """`value`, the Jacobian `J = ∂r/∂q` the Newton loop evaluated at `q`, with the derivative
+    of `jacobian(robot, loads, u, q)` (`StaticSolution.jacobian` under `jax.grad`: zero before,
+    silently, as an auxiliary output of `custom_root`). `J` is not evaluated again unless
+    differentiated; its closure (a user map closing over a tracer of the caller's
+    transformation, say) becomes explicit arguments, as `custom_root` does with its own."""
+    fn, consts = jax.closure_convert(lambda x: jacobian(robot, loads, u, x)[0], q)
+    return _held(fn, value, q, *consts)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _held(fn: Callable[..., Array], value: Array, q: Array, *consts: Array) -> Array:
+    del fn, q, consts
+    return value
+
+
+@_held.defjvp
+def _held_jvp(fn: Callable[..., Array], primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+    value, *args = primals
+    _, d_jac = jax.jvp(fn, tuple(args), tuple(tangents[1:]))
+    return value, d_jac
 
 
 def solution(q: Array, u: Array, c: _Carry) -> StaticSolution:

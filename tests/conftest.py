@@ -75,7 +75,9 @@ def _release_compiled_programs():
 @pytest.fixture
 def custom_root_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """A list that grows by one at every `jax.lax.custom_root` call (traced calls: a solve
-    whose program is traced while the fixture is active)."""
+    whose program is traced while the fixture is active; JAX's caches are cleared first, so
+    that a program an earlier test traced is traced again)."""
+    jax.clear_caches()
     calls: list[int] = []
     custom_root = jax.lax.custom_root
 

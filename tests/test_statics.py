@@ -368,6 +368,10 @@ def test_inverse_statics_of_a_spring_bar_under_jit_and_vmap():
     eager = inverse_statics(robot, tip_x, [0.5], tol=1e-12)
     assert eager.converged
     np.testing.assert_allclose(eager.u, [k * np.arcsin(0.5)], rtol=1e-10)
+    # NumPy scalars as options, the damping too (it refused np.float32 and np.int64)
+    for damping in (np.float32(1e-3), np.int64(1)):
+        sol = inverse_statics(robot, tip_x, [0.5], tol=np.float64(1e-12), damping=damping)
+        np.testing.assert_allclose(sol.u, eager.u, rtol=1e-10)
     targets = jnp.array([[0.5], [-0.3], [0.8]])
     batch = jax.jit(jax.vmap(lambda t: inverse_statics(robot, tip_x, t, tol=1e-12)))(targets)
     assert np.all(np.asarray(batch.converged))
@@ -565,8 +569,9 @@ def test_bad_arguments(arm):
         inverse_statics(arm, lambda q: q, jnp.array([0.1 + 1j, 0.0]))
     with pytest.raises(ValueError, match=r"u0 must have shape \(2,\)"):
         inverse_statics(arm, lambda q: q, jnp.zeros(2), u0=jnp.zeros(3))
-    with pytest.raises(ValueError, match="damping must be a positive number"):
-        inverse_statics(arm, lambda q: q, jnp.zeros(2), damping=-1e-3)
+    for bad in (-1e-3, True, np.bool_(True), "0.1"):
+        with pytest.raises(ValueError, match="damping must be a positive number"):
+            inverse_statics(arm, lambda q: q, jnp.zeros(2), damping=bad)
     with pytest.raises(ValueError, match="weights must be finite and positive"):
         inverse_statics(arm, lambda q: q, jnp.zeros(2), weights=jnp.array([1.0, 0.0]))
     # traced weights: a run-time check (a NaN weight was status 4, blaming the output)
@@ -667,3 +672,20 @@ def test_equilibrium_of_a_model_closing_over_a_mapped_value():
     a = jnp.array([1.0, 2.0])
     np.testing.assert_allclose(jax.vmap(q_eq)(a), (0.2 + g * a * m_z) / k, rtol=1e-10)
     np.testing.assert_allclose(jax.jacfwd(q_eq)(1.0), g * m_z / k, rtol=1e-9)
+
+
+def test_the_equilibriums_jacobian_is_differentiable():
+    # `jacobian` left custom_root as an auxiliary output, whose derivative was zero, silently:
+    # a bar on a spring without gravity has J = k (dJ/dk = 1); with gravity J(q(u)) moves with u
+    def stiffness(k):
+        return equilibrium(pendulum(gravity=(0, 0, 0), stiffness=k), jnp.array([0.3])).jacobian
+
+    for derivative in (jax.grad, jax.jacfwd):
+        np.testing.assert_allclose(derivative(lambda k: stiffness(k)[0, 0])(2.0), 1.0, rtol=1e-12)
+
+    def held(u):
+        return equilibrium(pendulum(stiffness=5.0), jnp.array([u]), tol=1e-13).jacobian[0, 0]
+
+    fd = (held(1.0 + 1e-5) - held(1.0 - 1e-5)) / 2e-5
+    np.testing.assert_allclose(jax.grad(held)(1.0), fd, rtol=1e-6)
+    assert abs(fd) > 0.01

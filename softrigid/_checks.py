@@ -93,15 +93,18 @@ def as_float(value: Any, name: str = "value") -> Array:
     """A float JAX array; concrete values are converted in NumPy (no JAX dispatch, so building a
     model compiles nothing), traced ones with `jax.numpy`. Strings, complex numbers and objects
     are refused with a `TypeError` naming `name`."""
-    if value is None or isinstance(value, (str, bytes)) or np.iscomplexobj(value):
+    if value is None or isinstance(value, (str, bytes)):
         # (NumPy reads None as NaN: "must be finite, got nan" named the wrong fault)
         raise TypeError(f"{name} must be real numbers, got {value!r}")
     errors = (TypeError, ValueError, OverflowError)
     try:
-        # np.array copies: the model never aliases the caller's (mutable) arrays
+        # np.array copies: the model never aliases the caller's (mutable) arrays; a tuple
+        # holding a tracer (`com=(0, 0, l)` under `jax.grad` in `l`) goes to `jax.numpy`
         arr = np.array(value) if is_concrete(value) else jnp.asarray(value)
     except errors as err:
         raise TypeError(f"{name} must be real numbers, got {value!r} ({err})") from None
+    if jnp.issubdtype(arr.dtype, jnp.complexfloating):
+        raise TypeError(f"{name} must be real numbers, got {value!r}")
     if arr.dtype == np.bool_:  # a flag where a number is expected (NumPy reads it as 0/1)
         raise TypeError(f"{name} must be real numbers, got booleans {value!r}")
     try:

@@ -251,3 +251,22 @@ def test_distal_frame_from_contact_points_matches_exact_pose():
         r2, t2 = exact.distal_pose(q)
         np.testing.assert_allclose(r1, r2, atol=1e-14)
         np.testing.assert_allclose(t1, t2, atol=1e-14)
+
+
+def test_parameters_given_as_tuples_of_traced_numbers():
+    # `com=(0, 0, l)` or `gravity=(0, 0, -g)` differentiated in `l` or `g`: the check of the
+    # parameter converted the tuple with NumPy and met the tracer (TracerArrayConversionError)
+    q = jnp.array([0.4])
+
+    def bar(com, gravity=(0.0, 0.0, -9.81)):
+        body = sr.RigidBody(mass=2.0, com=com, inertia=jnp.zeros((3, 3)))
+        return sr.Robot([sr.Link(joints.Revolute(axis=(0, 1, 0)), body)], gravity=gravity)
+
+    # M = m l² (a point mass at l on the axis), V = m g l cos q
+    grad_m = jax.grad(lambda ell: sr.mass_matrix(bar((0.0, 0.0, ell)), q)[0, 0])(0.7)
+    np.testing.assert_allclose(grad_m, 2 * 2.0 * 0.7, rtol=1e-12)
+    grad_v = jax.grad(lambda g: sr.potential_energy(bar((0, 0, 0.7), (0.0, 0.0, -g)), q))(9.81)
+    np.testing.assert_allclose(grad_v, 2.0 * 0.7 * np.cos(0.4), rtol=1e-12)
+    # still refused: complex numbers in a tuple, concrete or traced
+    with pytest.raises(TypeError, match="com must be real numbers"):
+        bar((0.0, 0.0, 1j))

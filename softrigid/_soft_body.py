@@ -28,13 +28,8 @@ from ._rows import (
     row_position_level,
     row_velocity_level,
 )
-from .kinematics._base import (
-    Kinematics,
-    as_kinematics,
-    check_indices,
-    check_map,
-    kinematics_name,
-)
+from .kinematics._base import Kinematics, as_kinematics, check_indices, kinematics_name
+from .kinematics._subclass import check_kinematics
 from .materials._base import Material
 from .quadrature._geometry import contains, has_geometry, within_envelope
 from .quadrature._rule import QuadratureRule
@@ -112,7 +107,7 @@ class SoftBody(Body):
         contact_points: Any = None,
     ) -> None:
         kin = as_kinematics(kinematics, n_q, params)
-        check_map(kin)
+        check_kinematics(kin)
         if not isinstance(volume, QuadratureRule):
             raise TypeError(
                 f"SoftBody: volume must be a QuadratureRule, got {type(volume).__name__}"

@@ -1,6 +1,8 @@
 """Errors a new user meets with kinematics (issue 10): maps that JAX cannot trace, model data
 held by reference, and capabilities a family does not declare."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -485,3 +487,87 @@ def test_direct_calls_check_shapes(case):
             kin.backbone(jnp.zeros(2), jnp.zeros(kin.n_q + 1))
         with pytest.raises(ValueError, match=r"backbone: x3 must have shape \(R,\)"):
             kin.backbone(jnp.zeros(()), q)
+
+
+# --------------------------------------------------------------------------------------------
+# A user's own subclass of `Kinematics`: checked at build time beyond its `__call__`
+
+
+def _bend(x, q):
+    return x + jnp.stack([q[0] * x[2] ** 2 / 0.3, 0.0 * q[0], 0.0 * q[0]])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Bend(km.Kinematics):
+    """A valid subclass: a dataclass registered as a pytree, `n_q` static."""
+
+    gain: jax.Array = dataclasses.field(default_factory=lambda: jnp.ones(()))
+    n_q: int = dataclasses.field(default=1, metadata={"static": True})
+
+    def __call__(self, x, q):
+        return _bend(x, self.gain * q)
+
+
+jax.tree_util.register_dataclass(_Bend)
+
+
+def _variant(**methods):
+    """A registered subclass of `_Bend` overriding `methods`."""
+    cls = dataclasses.dataclass(frozen=True)(type("Variant", (_Bend,), methods))
+    return jax.tree_util.register_dataclass(cls)
+
+
+class _NotAPytree(km.Kinematics):
+    n_q = 1
+
+    def __call__(self, x, q):
+        return _bend(x, q)
+
+
+@pytest.mark.parametrize(
+    ("kin", "error", "message"),
+    [
+        (_NotAPytree(), TypeError, "'_NotAPytree' .* is not a JAX pytree.*FunctionKinematics"),
+        (
+            _variant(
+                map_points=lambda self, p, q, n_axial=None: jax.vmap(_bend, (0, None))(p, q).T
+            )(),
+            ValueError,
+            r"map_points for points \(2, 3\) must return shape \(2, 3\), got \(3, 2\)",
+        ),
+        (
+            _variant(map_points=lambda self, p, q, n_axial=None: jnp.zeros(p.shape, int))(),
+            TypeError,
+            "map_points .* must return real floating-point values, got dtype int",
+        ),
+        (
+            _variant(
+                exact_distal=True, distal_pose=lambda self, q: (jnp.eye(3), q * jnp.ones(2))
+            )(),
+            ValueError,
+            r"distal_pose's t must return shape \(3,\), got \(2,\)",
+        ),
+        (
+            _variant(
+                exact_distal=True, distal_pose=lambda self, q: (2 * jnp.eye(3), jnp.ones(3))
+            )(),
+            ValueError,
+            "distal_pose at q = 0: the rotation must be orthonormal",
+        ),
+    ],
+    ids=["not-a-pytree", "map-points-transposed", "map-points-int", "distal-t", "distal-rotation"],
+)
+def test_a_users_kinematics_subclass_is_checked_at_build(kin, error, message):
+    # before: accepted, then JAX's messages at the first dynamics call, naming nothing, or
+    # (a rotation 2 I) dynamics that disagreed with the Euler–Lagrange baseline by 6e-3
+    with pytest.raises(error, match=message):
+        sr.SoftBody(kin, VOLUME, 1000.0)
+
+
+def test_a_valid_kinematics_subclass_builds_and_moves():
+    body = sr.SoftBody(_Bend(), VOLUME, 1000.0)
+    robot = sr.Robot([sr.Link(joints.Fixed(), body)], gravity=(0.0, 0.0, -9.81))
+    q = jnp.array([0.3])
+    np.testing.assert_allclose(
+        sr.mass_matrix(robot, q), sr.lagrangian.mass_matrix(robot, q), rtol=1e-12
+    )

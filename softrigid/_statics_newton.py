@@ -202,7 +202,8 @@ def newton(
             started=jnp.ones_like(c.started),
             singular=pick(singular, c.singular),
             balanced=pick(balanced, c.balanced),
-            history=pick(c.history.at[it].set(norm), c.history),
+            # one entry written (in place), not a select over the whole history per pass
+            history=c.history.at[it].set(jnp.where(accept, norm, c.history[it])),
         )
 
     init = _Carry(

@@ -202,8 +202,7 @@ def newton(
             started=jnp.ones_like(c.started),
             singular=pick(singular, c.singular),
             balanced=pick(balanced, c.balanced),
-            # one entry written (in place), not a select over the whole history per pass
-            history=c.history.at[it].set(jnp.where(accept, norm, c.history[it])),
+            history=pick(c.history.at[it].set(norm), c.history),
         )
 
     init = _Carry(

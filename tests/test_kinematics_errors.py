@@ -554,8 +554,20 @@ class _NotAPytree(km.Kinematics):
             ValueError,
             "distal_pose at q = 0: the rotation must be orthonormal",
         ),
+        (
+            _variant(exact_distal=True, distal_pose=lambda self, q: (jnp.eye(3), q[0]))(),
+            ValueError,
+            r"distal_pose's t must return shape \(3,\), got \(\)",
+        ),
     ],
-    ids=["not-a-pytree", "map-points-transposed", "map-points-int", "distal-t", "distal-rotation"],
+    ids=[
+        "not-a-pytree",
+        "map-points-transposed",
+        "map-points-int",
+        "distal-t",
+        "distal-rotation",
+        "distal-t-scalar",
+    ],
 )
 def test_a_users_kinematics_subclass_is_checked_at_build(kin, error, message):
     # before: accepted, then JAX's messages at the first dynamics call, naming nothing, or

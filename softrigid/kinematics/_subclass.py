@@ -30,7 +30,8 @@ def _floating(what: str, value: Any, shape: tuple[int, ...]) -> None:
     """A `ValueError` for a wrong shape, a `TypeError` for a non-floating dtype."""
     got = getattr(value, "shape", None)
     if got != shape:
-        raise ValueError(f"{what} must return shape {shape}, got {got or type(value).__name__}")
+        named = got if got is not None else type(value).__name__  # a scalar's shape is ()
+        raise ValueError(f"{what} must return shape {shape}, got {named}")
     if not jnp.issubdtype(value.dtype, jnp.floating):
         raise TypeError(f"{what} must return real floating-point values, got dtype {value.dtype}")
 

@@ -1,14 +1,19 @@
-"""A rod's integration rows: a soft body whose kinematics has a backbone, on a tensor-product
-volume (an axial rule times one section rule) of uniform density, is integrated row by row.
+"""A rod's integration rows: a soft body whose kinematics has a backbone, on a rule whose nodes
+are ordered in axial rows (`QuadratureRule.n_axial`: the nodes of a row share one `x3`), is
+integrated row by row.
 
 Its nodes are affine in the section coordinates, `p = a(x3) + A(x3) (x1, x2)` with
 `a = R_Bᵀ (r(x3) − t_B)` and `A` the first two columns of `R_Bᵀ rot(x3)`, and so are their
-Jacobians; with `u = (p, J e_1, …, J e_n) = z_r (1, x1, x2)` and the section's normalized moment
-matrix `M3 = [[1, s1ᵀ], [s1, S2]]`,
+Jacobians; with `u = (p, J e_1, …, J e_n) = z_r (1, x1, x2)` and each row's moment matrix
+`M3_r = Σ_{k ∈ r} m_k (1, x1_k, x2_k)(1, x1_k, x2_k)ᵀ` (`m_k = ρ_k w_k`),
 
-    Σ m u = Σ_r w_r z_r M3 e_1,     Σ m u uᵀ = Σ_r w_r (z_r M3) z_rᵀ,
+    Σ m u = Σ_r z_r M3_r e_1,     Σ m u uᵀ = Σ_r (z_r M3_r) z_rᵀ,
 
-exactly: one backbone evaluation per row instead of a map evaluation per node.
+exactly: one backbone evaluation per row instead of a map evaluation per node. The rows may
+differ in their sections, weights and densities (a rule rescaled node by node, a density per
+node), and the moments are differentiable in every node's weight, density and `(x1, x2)`; a
+row's `x3` is that of its first node, as wherever a map reads the rows
+(`Kinematics.map_points` with `n_axial`).
 """
 
 from __future__ import annotations
@@ -17,13 +22,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import Array
 
 from ._ad import directional_pair, value_and_jacfwd
 from ._body import MassMoments, Pose, VelocityMoments
 from ._math import rmatvec, vee
-from ._module import is_concrete
 
 if TYPE_CHECKING:
     from ._soft_body import SoftBody
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Rows",
-    "is_rod_on_product_rule",
+    "integrates_by_rows",
     "row_moments_rate",
     "row_position_level",
     "row_velocity_level",
@@ -42,50 +45,30 @@ __all__ = [
 class Rows(NamedTuple):
     """A rod's integration rows: `u = z_r (1, x1, x2)` is affine in the section coordinates.
 
-    `z_r = [a_r | A_r]` (3 columns) with the section's normalized moment matrix
-    `M3 = [[1, s1ᵀ], [s1, S2]]`, so that `Σ m u = Σ_r w_r z_r M3 e_1` and
-    `Σ m u uᵀ = Σ_r w_r z_r M3 z_rᵀ`, exactly; here `u_k = (p_k, J_k e_1, …, J_k e_n)`.
+    `z_r = [a_r | A_r]` (3 columns) with the rows' moment matrices
+    `M3_r = Σ_{k ∈ r} m_k (1, x1_k, x2_k)(1, x1_k, x2_k)ᵀ`, so that `Σ m u = Σ_r z_r M3_r e_1`
+    and `Σ m u uᵀ = Σ_r z_r M3_r z_rᵀ`, exactly; here `u_k = (p_k, J_k e_1, …, J_k e_n)`.
     """
 
-    z: Array  # (R, 3 + 3n, k)
-    weights: Array  # (R,) masses of the rows / nodes
-    m3: Array  # (k, k)
+    z: Array  # (R, 3 + 3n, 3)
+    m3: Array  # (R, 3, 3)
 
 
-def is_rod_on_product_rule(kin: Kinematics, volume: QuadratureRule, density: Array) -> bool:
-    """True when `kin` declares a backbone and `volume` is, concretely, a product of an axial
-    rule and one section rule (rows share `x3`, identical sections, weights `w_r w_s`), with a
-    uniform density: then a body is integrated row by row, exactly."""
-    if (
-        not kin.has_backbone
-        or volume.n_axial is None
-        or density.shape != ()
-        or not is_concrete(volume.points, volume.weights)
-    ):
-        return False
-    rows = np.asarray(volume.points).reshape(volume.n_axial, -1, 3)
-    w = np.asarray(volume.weights).reshape(volume.n_axial, -1)
-    wr, ws = w.sum(1), w[0] / w[0].sum()
-    scale = max(1.0, float(np.abs(rows).max()))
-    return bool(
-        np.allclose(rows[:, :, 2], rows[:, :1, 2], rtol=0, atol=1e-14 * scale)
-        and np.allclose(rows[:, :, :2], rows[:1, :, :2], rtol=0, atol=1e-14 * scale)
-        and np.allclose(w, wr[:, None] * ws[None, :], rtol=1e-12, atol=0)
-    )
+def integrates_by_rows(kin: Kinematics, volume: QuadratureRule) -> bool:
+    """True when `kin` declares a backbone and `volume`'s nodes are ordered in axial rows that
+    share one `x3` each (`n_axial`, checked by the rule): then a body is integrated row by
+    row, exactly, whatever its sections, weights and density."""
+    return kin.has_backbone and volume.n_axial is not None
 
 
-def _section(body: SoftBody) -> tuple[Array, Array, Array, Array]:
-    """Rows of a tensor-product volume: axial nodes `x3` (R,), row masses (R,), and the
-    section's normalized first and second moments `s1 = Σ w_s (x1, x2)`,
-    `S2 = Σ w_s (x1, x2)(x1, x2)ᵀ` (`Σ w_s = 1`)."""
+def _section(body: SoftBody) -> tuple[Array, Array]:
+    """The rows' axial coordinates `x3` (R,) and moment matrices
+    `M3_r = Σ_{k ∈ r} m_k (1, x1_k, x2_k)(1, x1_k, x2_k)ᵀ` (R, 3, 3)."""
     na = body.volume.n_axial
     rows = body.volume.points.reshape(na, -1, 3)
-    w = body.volume.weights.reshape(na, -1)
-    section = rows[0, :, :2]
-    ws = w[0] / jnp.sum(w[0])
-    s1 = ws @ section
-    s2 = (section * ws[:, None]).T @ section
-    return rows[:, 0, 2], body.density * jnp.sum(w, 1), s1, s2
+    m = body.mass_weights.reshape(na, -1)
+    e = jnp.stack([jnp.ones_like(rows[..., 0]), rows[..., 0], rows[..., 1]], -1)
+    return rows[:, 0, 2], jnp.einsum("rs,rsi,rsj->rij", m, e, e)
 
 
 def _row_frames(body: SoftBody, x3: Array, q: Array) -> tuple[tuple[Array, Array], Pose]:
@@ -98,9 +81,8 @@ def _row_frames(body: SoftBody, x3: Array, q: Array) -> tuple[tuple[Array, Array
 
 
 def _times_m3(z: Array, m3: Array) -> Array:
-    """`z M3` over the last axis (k ≤ 3 columns), as column products (fusible)."""
-    k = m3.shape[0]
-    return sum(z[..., i, None] * m3[i] for i in range(k))
+    """`z_r M3_r` row by row, `z` `(R, a, 3)`, as column products (fusible)."""
+    return sum(z[..., i, None] * m3[:, None, i] for i in range(m3.shape[-1]))
 
 
 def _stack_u(points: Array, jac: Array) -> Array:
@@ -112,21 +94,20 @@ def _stack_u(points: Array, jac: Array) -> Array:
 def row_position_level(body: SoftBody, q: Array) -> tuple[Pose, Pose, MassMoments, Rows]:
     """The distal pose and its Jacobian from the same forward pass as the rows' `z_r`, and the
     mass moments of `u = (p, J e_1, …, J e_n)` from them (module docstring)."""
-    x3, wr, s1, s2 = _section(body)
+    x3, m3 = _section(body)
     ((a, big_a), pose), ((da, dbig_a), d_pose) = value_and_jacfwd(
         lambda x: _row_frames(body, x3, x), q
     )
     offset = _stack_u(a, da)
     slope = jnp.concatenate([big_a, jnp.moveaxis(dbig_a, 3, 1).reshape(a.shape[0], -1, 2)], 1)
-    m3 = jnp.block([[jnp.ones((1, 1), q.dtype), s1[None]], [s1[:, None], s2]])
-    rows = Rows(jnp.concatenate([offset[..., None], slope], -1), wr, m3)
+    rows = Rows(jnp.concatenate([offset[..., None], slope], -1), m3.astype(q.dtype))
     zm = _times_m3(rows.z, rows.m3)
-    w, n = rows.weights, body.n_q
-    # Σ m u = Σ_r w_r z_r M3 e_1,  Σ m u uᵀ = Σ_r w_r (z_r M3) z_rᵀ
-    first = w @ zm[..., 0]
-    second = jnp.einsum("rai,rbi->ab", zm * w[:, None, None], rows.z)
+    n = body.n_q
+    # Σ m u = Σ_r z_r M3_r e_1,  Σ m u uᵀ = Σ_r (z_r M3_r) z_rᵀ
+    first = jnp.sum(zm[..., 0], 0)
+    second = jnp.einsum("rai,rbi->ab", zm, rows.z)
     moments = MassMoments(
-        mass=jnp.sum(w),
+        mass=jnp.sum(rows.m3[:, 0, 0]),
         first=first[:3],
         second=second[:3, :3],
         jac_first=first[3:].reshape(n, 3),
@@ -151,8 +132,8 @@ def row_velocity_level(
 def _row_moments(hz: Array, rows: Rows) -> VelocityMoments:
     """`Σ m h`, `Σ m p × h`, `Σ m J_jᵀ h` of the rows' `h = [c | C] (1, x1, x2)`, `hz` `(R, 3,
     k)` (linear in `hz`)."""
-    z, w, m3 = rows
-    hm = _times_m3(hz, m3) * w[:, None, None]
+    z, m3 = rows
+    hm = _times_m3(hz, m3)
     # U = Σ m h uᵀ (3, 3 + 3n): Σ m p × h = vee(U_p − U_pᵀ), Σ m J_jᵀ h = tr U_j
     u = jnp.einsum("rai,rbi->ab", hm, z)
     n = (z.shape[1] - 3) // 3

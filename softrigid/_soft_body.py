@@ -2,7 +2,7 @@
 
 The position-level terms are the body's mass moments (`softrigid._body`), computed from the
 quadrature nodes `p_k = R_Bᵀ (f(x_k, q_B) − t_B)` in the distal frame `S_i` and their Jacobians
-`J_k`, node by node or, for a rod on a tensor-product volume, row by row with the section's
+`J_k`, node by node or, for a rod on a rule of axial rows, row by row with the rows'
 moments (exactly: a rod's nodes are affine in the section coordinates; `softrigid._rows`).
 """
 
@@ -23,7 +23,7 @@ from ._math import normalize, rmatvec, vee
 from ._module import is_concrete, module, rounding_tolerance, static
 from ._rows import (
     Rows,
-    is_rod_on_product_rule,
+    integrates_by_rows,
     row_moments_rate,
     row_position_level,
     row_velocity_level,
@@ -139,7 +139,7 @@ class SoftBody(Body):
         _check_length(kin, volume)
         _check_hollow(kin, volume)
         self._check_indices()
-        object.__setattr__(self, "sectioned", is_rod_on_product_rule(kin, volume, self.density))
+        object.__setattr__(self, "sectioned", integrates_by_rows(kin, volume))
         if material is not None:
             check = material.validate(self)
             if check is not None:  # traced: a run-time check where the material is used

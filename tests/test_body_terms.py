@@ -151,20 +151,59 @@ def test_rod_rows_robot_matches_euler_lagrange():
     )
 
 
-def test_product_structure_is_required_for_rows():
+def test_rows_take_any_sections_weights_and_densities():
+    """A rod on a rule of axial rows is integrated row by row whatever the rows' sections,
+    weights and densities (a node moved within its row, weights rescaled node by node, a
+    density per node), equal to node by node; and so are the derivatives with respect to the
+    weights, the density and the section coordinates (the rows' moments read every node)."""
     vol = VOLUMES["cylinder"]
-    perturbed = quadrature.QuadratureRule(
-        vol.points.at[4, 0].add(1e-3),
-        vol.weights,
-        vol.pivot,
-        vol.contact_a,
-        vol.contact_b,
-        n_axial=vol.n_axial,
+    rng = np.random.default_rng(17)
+    points = (
+        vol.points.at[4, 0].add(1e-3).at[:, :2].multiply(1.0 + 0.1 * rng.random((vol.n_points, 2)))
     )
+    weights = vol.weights * (1.0 + 0.5 * rng.random(vol.n_points))
+    uneven = quadrature.QuadratureRule(
+        points, weights, vol.pivot, vol.contact_a, vol.contact_b, n_axial=vol.n_axial
+    )
+    density = jnp.asarray(1000.0 + 300.0 * rng.random(vol.n_points))
+    rod = sr.SoftBody(kinematics.PlanarConstantCurvature(0.3), uneven, density)
+    nodes = _wrapped(rod)
+    assert rod.sectioned and not nodes.sectioned
+    q, qd, qdd = (jnp.asarray(rng.normal(size=1)) for _ in range(3))
+    w, a, dw = (jnp.asarray(rng.normal(size=3)) for _ in range(3))
+    for x, y in zip(
+        _body_terms(rod, q, qd, qdd, w, a, dw), _body_terms(nodes, q, qd, qdd, w, a, dw)
+    ):
+        for u, v in zip(jax.tree_util.tree_leaves(x), jax.tree_util.tree_leaves(y)):
+            np.testing.assert_allclose(u, v, rtol=0, atol=1e-13 * float(jnp.abs(v).max()))
+
     cc = kinematics.PlanarConstantCurvature(0.3)
-    assert not sr.SoftBody(cc, perturbed, 1000.0).sectioned
-    assert not sr.SoftBody(cc, vol, jnp.full(vol.n_points, 1000.0)).sectioned
-    assert sr.SoftBody(cc, vol, 1000.0).sectioned
+    builds = {
+        "rows": lambda rule, rho: sr.SoftBody(cc, rule, rho),
+        "nodes": lambda rule, rho: sr.SoftBody(lambda x, q: cc(x, q), rule, rho, n_q=1),
+    }
+
+    def scalar(weights, density, points, build):
+        rule = quadrature.QuadratureRule(
+            points, weights, vol.pivot, vol.contact_a, vol.contact_b, n_axial=vol.n_axial
+        )
+        _, wrench = _body_terms(build(rule, density), q, qd, qdd, w, a, dw)
+        return sum(jnp.sum(t * t) for t in wrench)
+
+    # the uneven rule with its density per node, and the product rule with one density (where
+    # the rows once read the section of row 0 only: other rows' weights had no derivative)
+    for args in ((weights, density, points), (vol.weights, jnp.asarray(1100.0), vol.points)):
+        grads = {
+            name: jax.grad(scalar, argnums=(0, 1, 2))(*args, build)
+            for name, build in builds.items()
+        }
+        for x, y in zip(grads["rows"][:2], grads["nodes"][:2]):
+            np.testing.assert_allclose(x, y, rtol=1e-11, atol=1e-13 * float(jnp.abs(y).max()))
+        # the section coordinates node by node; a row's x3 is its first node's (`n_axial`)
+        sec_rows, sec_nodes = grads["rows"][2][:, :2], grads["nodes"][2][:, :2]
+        np.testing.assert_allclose(
+            sec_rows, sec_nodes, atol=1e-11 * float(jnp.abs(sec_nodes).max())
+        )
 
 
 TOY_TABLE = [

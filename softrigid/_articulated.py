@@ -179,10 +179,12 @@ def _unpack(n: int, packed: Array) -> tuple[Array, Array, Array, Array]:
     move already)."""
     sol = packed[:, : 7 * n].reshape(packed.shape[0], n, 7)
     pivots = packed[:, 7 * n : 8 * n]
-    # positive, and not vanishing against the link's largest (1e-7: D singular to rounding,
-    # e.g. a rotation vector at |φ| = 2π, where D has eigenvalues of 1e-35 beside 1e-2)
-    largest = jnp.max(pivots, axis=1, keepdims=True, initial=0.0)
-    good = jnp.isfinite(pivots) & (pivots > 0) & (pivots > 1e-7 * largest)
+    # positive, and not vanishing against the link's largest finite one (1e-7: D singular to
+    # rounding, e.g. a rotation vector at |φ| = 2π, where D has eigenvalues of 1e-35 beside
+    # 1e-2); a NaN pivot (the square root of a negative one) fails itself, not its neighbours
+    finite = jnp.isfinite(pivots)
+    largest = jnp.max(jnp.where(finite, pivots, 0.0), axis=1, keepdims=True, initial=0.0)
+    good = finite & (pivots > 0) & (pivots > 1e-7 * largest)
     # the number of leading good pivots: the first failed one, n when none failed
     failed = jnp.sum(jnp.cumprod(good, axis=1, dtype=jnp.int32), axis=1)
     return sol[:, :, :6], sol[:, :, 6], failed, packed[:, 8 * n] > 0

@@ -15,7 +15,7 @@ from robots import mixed_robot, random_inertia, random_rigid_chain, random_state
 
 import softrigid as sr
 from softrigid import joints, kinematics, quadrature
-from softrigid._articulated import articulated_accelerations, choose_solver
+from softrigid._articulated import _spd_solve, _unpack, articulated_accelerations, choose_solver
 from softrigid.actuators import JointMotor, Tendon
 from softrigid.kinematics import lvp
 from softrigid.materials import CosseratRod
@@ -236,6 +236,17 @@ def test_singular_articulated_inertia_names_the_coordinate():
     nan = jnp.array([0.0, jnp.nan, 0.0])
     with pytest.raises(Exception, match="the argument q contains non-finite values"):
         jax.block_until_ready(jitted(nan))
+
+
+@pytest.mark.parametrize("bad", [1, 2])
+def test_a_nan_pivot_is_the_coordinate_named(bad):
+    # a pivot that is the square root of a negative number is NaN: it fails itself, and the
+    # pivots before it stay good (a NaN largest pivot once failed them all: coordinate 0)
+    diagonal = jnp.ones(3).at[bad].set(-1e-20)
+    sol, pivots = _spd_solve(jnp.diag(diagonal), jnp.ones((3, 7)))
+    assert bool(jnp.isnan(pivots[bad]))
+    packed = jnp.concatenate([sol.reshape(-1), pivots, jnp.ones(1)])[None]
+    assert int(_unpack(3, packed)[2][0]) == bad
 
 
 def test_light_links_beside_a_heavy_base_solve_in_both_solvers():

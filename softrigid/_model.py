@@ -11,7 +11,7 @@ from ._checks import as_tuple_of, as_vector, check_index
 from ._module import module, static
 from .joints import Joint
 
-__all__ = ["Link", "Robot"]
+__all__ = ["Link", "Robot", "actual_sizes"]
 
 
 def _kind(value: Any) -> str:
@@ -141,3 +141,14 @@ class Robot:
 
 def _as_actuators(actuators: Any) -> tuple[Actuator, ...]:
     return as_tuple_of(actuators, Actuator, "Robot: actuators", "a softrigid.actuators actuator")
+
+
+def actual_sizes(robot: Robot) -> tuple[int, int | None]:
+    """`(n_q, n_u)` from the robot's links and actuators (what its constructor set; `n_u` is
+    `None` where an actuator no longer fits the links)."""
+    n_q = sum(link.n_q for link in robot.links)
+    try:
+        n_u = sum(act.n_inputs(robot) for act in robot.actuators) if robot.actuators else n_q
+    except IndexError:  # a joint motor's link index past the links
+        n_u = None
+    return n_q, n_u

@@ -410,6 +410,28 @@ def test_simulate_divergence_is_reported_under_jit_and_vmap(pendulum):
         jax.block_until_ready(jax.vmap(run)(jnp.array([[0.0], [jnp.nan]])))
 
 
+def test_a_robot_changed_outside_its_constructor_is_refused():
+    # `equinox.tree_at` swaps pytree children and keeps the static sizes: a dropped link once
+    # gave an inverse dynamics of the wrong shape and a non-square mass matrix, silently
+    import equinox as eqx
+
+    link = sr.Link(joints.Revolute((0, 1, 0)), _rigid())
+    robot = sr.Robot([link, link], actuators=[JointMotor(0), JointMotor(1)])
+    z = jnp.zeros(2)
+    for _ in range(3):  # the robot's fast path made first: the changed robot gets its own
+        sr.inverse_dynamics(robot, z, z, z)
+    message = r"n_q = 2, n_u = 2 are not those of its links and actuators \(1, None\)"
+    dropped = eqx.tree_at(lambda r: r.links, robot, robot.links[:1])
+    for q in (z, z[:1]):
+        with pytest.raises(ValueError, match="inverse_dynamics: the robot's sizes " + message):
+            sr.inverse_dynamics(dropped, q, q, q)
+        with pytest.raises(ValueError, match=message):
+            jax.jit(sr.mass_matrix)(dropped, q)
+    fewer = eqx.tree_at(lambda r: r.actuators, robot, robot.actuators[:1])
+    with pytest.raises(ValueError, match=r"are not those of its links and actuators \(2, 1\)"):
+        sr.forward_dynamics(fewer, z, z, z)
+
+
 def test_zero_dimensional_integer_arrays_are_link_indices():
     # np.array(1), jnp.int32(0): refused as "not an integer index" while np.int64 passed
     robot = sr.Robot(

@@ -128,9 +128,16 @@ def check_positive_definite(
     reported as a non-finite `M`; read only when the check fires)."""
     n = robot.n_q
 
-    def failed_pivots(factor: Array) -> Array:
+    def failed_pivots(factor: Array, mass: Array) -> Array:
+        """Pivots that are not finite and positive, or that vanish against their own
+        coordinate's inertia, `L_jj² ≤ 1e-14 M_jj`: coordinate `j` moves nothing, to rounding,
+        that the coordinates before it do not move already (near a rotation vector's
+        |φ| = 2π, 1e-7 from it, the solve returned q̈ of 1e16 without a failed pivot; the
+        articulated solver's test, `1e-7` on `L_jj` within a link). Invariant under a scaling
+        of the coordinates, so light bodies beside heavy ones pass (`inertialess`)."""
         pivots = jnp.diagonal(factor)
-        return ~jnp.isfinite(pivots) | (pivots <= 0)
+        own = jnp.diagonal(mass)
+        return ~jnp.isfinite(pivots) | (pivots <= 0) | (pivots * pivots <= 1e-14 * own)
 
     def inertialess(mass: Array) -> Array:
         """Coordinates whose own inertia `M_jj` vanishes against the largest (1e-24): `M` is
@@ -147,7 +154,7 @@ def check_positive_definite(
         """The message's index, computed only when the check fires (from the checked value
         alone: a lazy index may not close over traced values)."""
         factor, mass, *given = checked
-        failed = failed_pivots(factor)
+        failed = failed_pivots(factor, mass)
         non_finite = ~jnp.all(jnp.isfinite(mass), axis=1)
         none = inertialess(mass)
         bad = jnp.where(jnp.any(none), none, failed)
@@ -157,9 +164,10 @@ def check_positive_definite(
     msgs = (
         *(
             f"{PREFIX}{where}: the mass matrix is not positive definite at coordinate {j} "
-            f"({describe_coordinate(robot, j)}): nothing in the model moves with it (e.g. a map "
-            "through stop_gradient or that ignores q, a massless body, a rotation vector at "
-            "|φ| = 2π: simulate re-charts it)."
+            f"({describe_coordinate(robot, j)}): nothing in the model moves with it that the "
+            "coordinates before it do not move already (e.g. a map through stop_gradient or "
+            "that ignores q, a massless body, a rotation vector at or near |φ| = 2π: simulate "
+            "re-charts it)."
             for j in range(n)
         ),
         *(
@@ -169,7 +177,7 @@ def check_positive_definite(
         ),
         f"{PREFIX}{where}: the argument q contains non-finite values (NaN or inf).",
     )
-    failed = jnp.any(failed_pivots(factor)) | jnp.any(inertialess(mass))
+    failed = jnp.any(failed_pivots(factor, mass)) | jnp.any(inertialess(mass))
     checked = (factor, mass) if q is None else (factor, mass, q)
     return raise_if(checked, failed, index, msgs)[0]
 

@@ -89,6 +89,12 @@ def check_robot(robot: Any, where: str | None = None) -> Robot:
         if where is not None:
             raise TypeError(f"{where}: robot must be a softrigid.Robot, got {got}")
         raise TypeError(f"expected a softrigid.Robot as first argument, got {got}")
+    if jnp.shape(robot.gravity) != (3,):
+        raise ValueError(
+            f"the robot's leaves carry a batch axis (its gravity has shape "
+            f"{jnp.shape(robot.gravity)}, not (3,)): map a batch of robots with jax.vmap, e.g. "
+            "jax.vmap(f, in_axes=(0, None, ...))(robots, q, ...)"
+        )
     sizes = actual_sizes(robot)
     if sizes != (robot.n_q, robot.n_u):
         raise ValueError(

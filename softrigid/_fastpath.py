@@ -197,8 +197,12 @@ def handle(robot: Robot) -> Handle | None:
     if found is not None:
         return found
     leaves, treedef = jax.tree_util.tree_flatten(robot)
-    if not is_concrete(leaves) or actual_sizes(robot) != (robot.n_q, robot.n_u):
-        return None  # traced leaves, or sizes the checked path refuses (`check_robot`)
+    if (
+        not is_concrete(leaves)
+        or actual_sizes(robot) != (robot.n_q, robot.n_u)
+        or jnp.shape(robot.gravity) != (3,)
+    ):
+        return None  # traced leaves, or a robot the checked path refuses (`check_robot`)
     _accept_jax_arrays()
     single = jnp.result_type(robot.gravity) == jnp.float32
     made = Handle(tuple(leaves), treedef, (robot.n_q,), (robot.n_u,), single)

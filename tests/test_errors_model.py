@@ -427,6 +427,12 @@ def test_a_robot_changed_outside_its_constructor_is_refused():
             sr.inverse_dynamics(dropped, q, q, q)
         with pytest.raises(ValueError, match=message):
             jax.jit(sr.mass_matrix)(dropped, q)
+    # a stack of robots called without vmap (once: broadcasting shapes (3, 3, 3, 3), (27, 27))
+    stacked = jax.tree_util.tree_map(lambda *x: jnp.stack(x), robot, robot)
+    with pytest.raises(ValueError, match=r"batch axis \(its gravity has shape \(2, 3\).*jax.vmap"):
+        sr.inverse_dynamics(stacked, z, z, z)
+    batched = jax.vmap(sr.inverse_dynamics, in_axes=(0, None, None, None))(stacked, z, z, z)
+    assert batched.shape == (2, 2)
     fewer = eqx.tree_at(lambda r: r.actuators, robot, robot.actuators[:1])
     with pytest.raises(ValueError, match=r"are not those of its links and actuators \(2, 1\)"):
         sr.forward_dynamics(fewer, z, z, z)

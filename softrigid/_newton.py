@@ -35,8 +35,10 @@ matrix:
   the first iteration under a matrix (Newton's own increment test).
 
 `full=True` evaluates `K` at every iterate (Newton's method). Under `vmap` the branch between a
-new and a kept matrix becomes a select that evaluates both: batched, every iteration pays for the
-derivatives, as full Newton does. The solve is wrapped in `lax.custom_root`, so `jax.grad`
+new and a kept matrix is taken on the whole batch's flag (`unvmap_any`): an iteration where
+some member's matrix is stale evaluates the matrix for all and each member keeps its own unless
+stale, so every member iterates as it would alone (a batched predicate would make the branch a
+select that evaluated the matrix at every iteration, full Newton's price). The solve is wrapped in `lax.custom_root`, so `jax.grad`
 differentiates the converged step by the implicit function theorem (the matrix is not
 differentiated: it only steers the iteration). `custom_root` traces the linearized residual and
 its tangent solve at every step's trace, differentiated or not; a run that nothing can
@@ -50,6 +52,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from equinox.internal import unvmap_any
 from jax import Array
 
 from ._closed_loop import Dynamics
@@ -116,7 +119,12 @@ def newton(
         r, mass, d_q, d_qd = dyn.linearized(t1, q1, qd1, x)
         return r, mass + h_v * d_qd + h_q * d_q
 
-    def reused(x: Array, matrix: Array) -> tuple[Array, Array]:
+    def refreshed(x: Array, matrix: Array, stale: Array) -> tuple[Array, Array]:
+        r, fresh = evaluated(x, matrix)
+        return r, jnp.where(stale, fresh, matrix)
+
+    def reused(x: Array, matrix: Array, stale: Array) -> tuple[Array, Array]:
+        del stale
         return residual(x), matrix
 
     restart_at = max_iter // 2 if max_iter >= 4 else -1
@@ -137,7 +145,10 @@ def newton(
             if full:
                 r, matrix = evaluated(x, matrix)
             else:
-                r, matrix = jax.lax.cond(stale, evaluated, reused, x, matrix)
+                # on the whole batch's flag (`unvmap_any`): under `vmap` a batched predicate
+                # made the branch a select that evaluated the matrix at every iteration; now
+                # one member's stale matrix evaluates all, and each keeps its own unless stale
+                r, matrix = jax.lax.cond(unvmap_any(stale), refreshed, reused, x, matrix, stale)
             dx = jnp.linalg.solve(matrix, r)
             step = jnp.max(jnp.abs(dx))
             # θ_k = ‖Δx_k‖ / ‖Δx_{k−1}‖ under one matrix (0 for the first: `previous` is inf)

@@ -332,6 +332,41 @@ def test_modified_newton_keeps_the_matrix(double):
     assert n_kept >= 1
 
 
+def test_a_batch_keeps_the_matrix_too(double):
+    # under vmap the kept-or-new branch was a select that evaluated the matrix at every
+    # iteration (the batched run paid full Newton's price); it now branches on the batch's
+    # flag: the matrices evaluated are those the members need, and each member's states are
+    # its own run's
+    calls = []
+
+    class Counted(type(make_dynamics(double, (), None))):
+        def linearized(self, *args, **kwargs):
+            jax.debug.callback(lambda: calls.append(1))
+            return super().linearized(*args, **kwargs)
+
+    dyn = Counted(*make_dynamics(double, (), None))
+    scheme, steps, h = GeneralizedAlpha(), 50, 0.01
+
+    @jax.jit
+    def run(q0):
+        state = scheme.init(dyn, jnp.zeros(()), q0, jnp.zeros_like(q0))
+
+        def body(state, k):
+            return scheme.step(dyn, k * h, state, jnp.asarray(h))[0], None
+
+        state = jax.lax.scan(body, state, jnp.arange(steps))[0]
+        return state.q, state.matrix.evaluations
+
+    starts = jnp.stack([Q0, 0.9 * Q0, 1.1 * Q0])
+    alone = [run(q) for q in starts]
+    each = [float(n) for _, n in alone]
+    calls.clear()
+    q, evaluations = jax.block_until_ready(jax.vmap(run)(starts))
+    np.testing.assert_allclose(q, np.stack([x for x, _ in alone]), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(evaluations, each)
+    assert 1 <= len(calls) <= sum(each)  # one per batched evaluation (before: 136, every iteration)
+
+
 def test_iteration_matrix_carries_the_controller_feedback(double):
     # a stiff PD law u = K_P (0 − q) − K_D q̇: with its feedback A ∂u/∂(q, q̇) left out of the
     # matrix, Newton did not converge within 20 iterations at 10 ms (measured, both variants);

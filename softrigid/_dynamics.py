@@ -172,10 +172,15 @@ def dalembert_wrenches(
     robot: Robot, q: Array, qd: Array, qdd: Array, gravity: bool = False
 ) -> tuple[Array, Array, tuple[Array, ...]]:
     """The D'Alembert (inertial) resultants of every body, the intermediate terms of the
-    recursion (`algorithm.md`), in each body's distal frame `S_i`:
+    recursion (seed 003's Kane recursion; `softrigid._body`), in each body's distal frame
+    `S_i`:
 
         F*_i = −Σ m_k acc_k,  T*_i = −Σ m_k p_k × acc_k (about the origin of S_i),
-        π*_i = −Σ m_k J_kᵀ acc_k.
+        π*_i = −Σ m_k J_kᵀ acc_k,
+
+    with `p_k` the node's position relative to `S_i` in `S_i`'s axes, `J_k = ∂p_k/∂q_B` its
+    Jacobian with respect to the body's own coordinates in the same axes (not the world
+    Jacobian of `world_points`), and `acc_k` the node's absolute acceleration in `S_i`'s axes.
 
     Args:
         robot, q, qd, qdd: as `inverse_dynamics`.

@@ -40,9 +40,10 @@ some member's matrix is stale evaluates the matrix for all and each member keeps
 stale, so every member iterates as it would alone (a batched predicate would make the branch a
 select that evaluated the matrix at every iteration, full Newton's price). The solve is
 wrapped in `lax.custom_root`, so `jax.grad` differentiates the converged step by the implicit
-function theorem (the matrix is not differentiated: it only steers the iteration). `custom_root` traces the linearized residual and
-its tangent solve at every step's trace, differentiated or not; a run that nothing can
-differentiate (an eager `simulate`, `Dynamics.differentiable` false) solves without it.
+function theorem (the matrix is not differentiated: it only steers the iteration).
+`custom_root` traces the linearized residual and its tangent solve at every step's trace,
+differentiated or not; a run that nothing can differentiate (an eager `simulate`,
+`Dynamics.differentiable` false) solves without it.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from . import _batching, _fastpath
 from ._cache import jit
 from ._checks import as_flag, check_state, is_real_dtype
 from ._loads import check_loads
-from ._model import Robot, actual_sizes
+from ._model import Robot, structure_error
 from ._module import is_concrete
 from ._reports import check_finite, raise_runtime_errors
 
@@ -89,21 +89,9 @@ def check_robot(robot: Any, where: str | None = None) -> Robot:
         if where is not None:
             raise TypeError(f"{where}: robot must be a softrigid.Robot, got {got}")
         raise TypeError(f"expected a softrigid.Robot as first argument, got {got}")
-    if jnp.shape(robot.gravity) != (3,):
-        raise ValueError(
-            f"the robot's leaves carry a batch axis (its gravity has shape "
-            f"{jnp.shape(robot.gravity)}, not (3,)): map a batch of robots with jax.vmap, e.g. "
-            "jax.vmap(f, in_axes=(0, None, ...))(robots, q, ...)"
-        )
-    sizes = actual_sizes(robot)
-    if sizes != (robot.n_q, robot.n_u):
-        raise ValueError(
-            f"the robot's sizes n_q = {robot.n_q}, n_u = {robot.n_u} are not those of its links "
-            f"and actuators ({sizes[0]}, {sizes[1]}): it was changed outside its constructor "
-            "(e.g. equinox.tree_at on its links, bodies or actuators, which keeps the old sizes "
-            "and skips the checks); build it again with softrigid.Robot(links, gravity, "
-            "actuators) or dataclasses.replace(robot, links=...)"
-        )
+    problem = structure_error(robot)
+    if problem is not None:
+        raise ValueError(problem)
     return robot
 
 

@@ -55,7 +55,7 @@ import numpy as np
 from ._cache import jit
 from ._checks import check_state, flagging, none_fired
 from ._loads import check_loads
-from ._model import Robot, actual_sizes
+from ._model import Robot, structure_error
 from ._module import is_concrete
 
 __all__ = [
@@ -197,11 +197,7 @@ def handle(robot: Robot) -> Handle | None:
     if found is not None:
         return found
     leaves, treedef = jax.tree_util.tree_flatten(robot)
-    if (
-        not is_concrete(leaves)
-        or actual_sizes(robot) != (robot.n_q, robot.n_u)
-        or jnp.shape(robot.gravity) != (3,)
-    ):
+    if not is_concrete(leaves) or structure_error(robot) is not None:
         return None  # traced leaves, or a robot the checked path refuses (`check_robot`)
     _accept_jax_arrays()
     single = jnp.result_type(robot.gravity) == jnp.float32

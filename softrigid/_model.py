@@ -11,7 +11,7 @@ from ._checks import as_tuple_of, as_vector, check_index
 from ._module import module, static
 from .joints import Joint
 
-__all__ = ["Link", "Robot", "actual_sizes"]
+__all__ = ["Link", "Robot", "structure_error"]
 
 
 def _kind(value: Any) -> str:
@@ -143,7 +143,7 @@ def _as_actuators(actuators: Any) -> tuple[Actuator, ...]:
     return as_tuple_of(actuators, Actuator, "Robot: actuators", "a softrigid.actuators actuator")
 
 
-def actual_sizes(robot: Robot) -> tuple[int, int | None]:
+def _actual_sizes(robot: Robot) -> tuple[int, int | None]:
     """`(n_q, n_u)` from the robot's links and actuators (what its constructor set; `n_u` is
     `None` where an actuator no longer fits the links)."""
     n_q = sum(link.n_q for link in robot.links)
@@ -152,3 +152,26 @@ def actual_sizes(robot: Robot) -> tuple[int, int | None]:
     except IndexError:  # a joint motor's link index past the links
         n_u = None
     return n_q, n_u
+
+
+def structure_error(robot: Robot) -> str | None:
+    """Why the public functions refuse a robot changed outside its constructor, or `None`:
+    leaves that carry a batch axis (a stack of robots called without `vmap`), or sizes that
+    are not its links' and actuators' (`equinox.tree_at` keeps `n_q`, `n_u`)."""
+    gravity = getattr(robot.gravity, "shape", ())
+    if tuple(gravity) != (3,):
+        return (
+            f"the robot's leaves carry a batch axis (its gravity has shape {tuple(gravity)}, "
+            "not (3,)): map a batch of robots with jax.vmap, e.g. "
+            "jax.vmap(f, in_axes=(0, None, ...))(robots, q, ...)"
+        )
+    sizes = _actual_sizes(robot)
+    if sizes != (robot.n_q, robot.n_u):
+        return (
+            f"the robot's sizes n_q = {robot.n_q}, n_u = {robot.n_u} are not those of its links "
+            f"and actuators ({sizes[0]}, {sizes[1]}): it was changed outside its constructor "
+            "(e.g. equinox.tree_at on its links, bodies or actuators, which keeps the old sizes "
+            "and skips the checks); build it again with softrigid.Robot(links, gravity, "
+            "actuators) or dataclasses.replace(robot, links=...)"
+        )
+    return None

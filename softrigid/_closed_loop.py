@@ -254,8 +254,9 @@ def vector_field(
 
     `f` checks `q`, `q̇` as the public algorithms do (shape `(n_q,)`, batches through
     `jax.vmap`, real, mixed precisions promoted to one dtype) and its outputs at run time: a
-    non-finite `q̈` raises an error naming the first bad coordinate (a `ValueError` in eager
-    calls, JAX's runtime error under `jit`).
+    non-finite `q̈` raises an error naming the controller when its output `u` was not finite,
+    else the first bad coordinate (a `ValueError` in eager calls, JAX's runtime error under
+    `jit`).
     """
     robot = check_robot(robot)
     solver = choose_solver("vector_field", robot, solver)
@@ -267,8 +268,9 @@ def vector_field(
 
     @jit
     def evaluate(t: Array, q: Array, qd: Array) -> tuple[Array, Array]:
-        qdd = dyn.accel(jnp.asarray(t, q.dtype), q, qd)
-        return check_finite("vector_field", robot, (qd, qdd), {"q": q, "qd": qd})
+        qdd, u = dyn.evaluate(jnp.asarray(t, q.dtype), q, qd)
+        produced = {} if controller is None else {"the controller's output u": u}
+        return check_finite("vector_field", robot, (qd, qdd), {"q": q, "qd": qd}, produced)
 
     def f(t: Array, y: tuple[Array, Array]) -> tuple[Array, Array]:
         if not (isinstance(y, (tuple, list)) and len(y) == 2):

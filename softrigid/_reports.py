@@ -69,12 +69,20 @@ def _float_leaves(out: Any) -> list[Array]:
     return [x for x in leaves if jnp.issubdtype(x.dtype, jnp.inexact) and x.size > 0]
 
 
-def check_finite(where: str, robot: Robot, out: Any, inputs: dict[str, Any] | None = None) -> Any:
+def check_finite(
+    where: str,
+    robot: Robot,
+    out: Any,
+    inputs: dict[str, Any] | None = None,
+    produced: dict[str, Any] | None = None,
+) -> Any:
     """`out` (a pytree of outputs) unchanged, with one run-time check (also under `jit`/`vmap`)
     that every floating leaf is finite; the error names `where` and, when a leaf over the
     coordinates is bad, the first bad coordinate, or first the argument among `inputs`
     (name → array or pytree, in order of priority) that was not finite itself: inside `jit`,
-    where the public function could not check its arguments (eager calls check them before).
+    where the public function could not check its arguments (eager calls check them before);
+    after the arguments, the first of the intermediate values `produced` (a description, e.g.
+    "the controller's inputs u", → array) that was not finite (what the user's code returned).
     One fused reduction (the largest message index of the bad entries, `raise_if` with a
     given index) and one branch, and every output depends on it (none can be used
     unchecked)."""
@@ -82,7 +90,9 @@ def check_finite(where: str, robot: Robot, out: Any, inputs: dict[str, Any] | No
     if not leaves:
         return out
     n = robot.n_q
-    named = [(k, _float_leaves(v)) for k, v in (inputs or {}).items()]
+    named = [(f"the argument {k}", v) for k, v in (inputs or {}).items()]
+    named += list((produced or {}).items())
+    named = [(k, _float_leaves(v)) for k, v in named]
     named = [(k, xs) for k, xs in named if xs]
     # message n − j names coordinate j, message 0 a bad entry of another leaf, n + 1 + i the
     # input i from the last: the largest index of the bad entries (`fault_if`) is the first
@@ -95,7 +105,7 @@ def check_finite(where: str, robot: Robot, out: Any, inputs: dict[str, Any] | No
             for j in range(n - 1, -1, -1)
         ),
         *(
-            f"{PREFIX}{where}: the argument {k} contains non-finite values (NaN or inf)."
+            f"{PREFIX}{where}: {k} contains non-finite values (NaN or inf)."
             for k, _ in reversed(named)
         ),
     )

@@ -237,6 +237,21 @@ def test_vector_field_promotes_and_checks_its_output(sqrt_robot):
         f(0.0, (jnp.zeros(2, jnp.float32), qd))  # d|q|/dq is NaN at q = 0 (same program)
 
 
+def test_vector_field_names_a_controller_that_returns_nan(sqrt_robot):
+    # a controller's NaN makes q̈ NaN at every coordinate: the error names the controller, not
+    # a coordinate of the model (eager and under jit); a NaN state is still named first
+    y = (jnp.array([0.0, 0.3]), jnp.array([0.5, 0.1]))
+    f = sr.vector_field(sqrt_robot, lambda t, q, qd: jnp.where(t > 0.5, jnp.nan, 0.0) * q)
+    assert np.all(np.isfinite(f(0.0, y)[1]))
+    pattern = r"vector_field: the controller's output u contains non-finite values"
+    with pytest.raises(ValueError, match=pattern):
+        f(1.0, y)
+    with pytest.raises(Exception, match=pattern):
+        jax.block_until_ready(jax.jit(f)(1.0, y))
+    with pytest.raises(Exception, match="vector_field: the argument q contains non-finite"):
+        jax.block_until_ready(jax.jit(f)(0.0, (y[0].at[1].set(jnp.nan), y[1])))
+
+
 def test_singular_mass_matrix_is_reported():
     robot = _robot_with_map(_frozen_map)
     z = jnp.zeros(2)

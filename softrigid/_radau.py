@@ -194,7 +194,9 @@ class Adaptive:
         cuts = sorted({float(t) for t in switches if t0 < t < t1})
         spans, y, steps, jacobians = [], y0, 0, 0
         scale = growth_scale(y0)
-        start, mark, last = time.perf_counter(), t0, time.perf_counter()
+        # the first line after a tenth of the run, not after the first step (whose wall time
+        # is mostly the first call's compilation: a real-time factor of nothing)
+        start, mark, last = time.perf_counter(), t0 + (t1 - t0) / _REPORTS, time.perf_counter()
         for a, b in itertools.pairwise([t0, *cuts, t1]):
             rhs, jac = span(a, b)
             # a span's first q̈ checked: scipy would stop on its own array check, naming nothing

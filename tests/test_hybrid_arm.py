@@ -27,7 +27,11 @@ SCALE = 0.2  # of the seed's UR motion, which phase i spreads over 3 s
 def example():
     module = load_example("hybrid_arm")
     # one build for this module's tests: the gripper's empirical fit takes about a minute on
-    # the 2-core machine, and without the compilation cache (tests) `run` fitted it again
+    # the 2-core machine, and without the compilation cache (tests) `run` fitted it again; the
+    # fit on 4 states instead of 10 (33 s instead of 56 s): these tests check the geometry,
+    # the actuation, the phases and the tracking, not the rule's accuracy (measured in
+    # docs/measurements.md against the full mesh)
+    module.GRIPPER_SAMPLES = 4
     module.build = functools.cache(module.build)
     return module
 

@@ -147,7 +147,8 @@ def test_stiffness_and_the_newton_jacobian_are_the_hessians():
     hess = jax.hessian(lambda x: sr.elastic_energy(robot, x))(q)
     np.testing.assert_allclose(k, hess, rtol=1e-12, atol=1e-12 * float(jnp.abs(hess).max()))
     assert float(jnp.abs(k[:2, 2:]).max()) == 0.0  # no coupling between links
-    expected = jax.jacfwd(lambda x: residual(robot, loads, u, x)[0])(q)
+    # the oracle compiled (one program: 7 s, where op by op it took 22 s)
+    expected = jax.jit(jax.jacfwd(lambda x: residual(robot, loads, u, x)[0]))(q)
     jac, act = jax.jit(jacobian, static_argnums=1)(robot, loads, u, q)
     np.testing.assert_allclose(
         jac, expected, rtol=1e-11, atol=1e-11 * float(jnp.abs(expected).max())
@@ -558,8 +559,10 @@ def test_bad_arguments(arm):
     for flag in ("False", None, 0):
         with pytest.raises(TypeError, match="throw must be True or False"):
             equilibrium(arm, throw=flag)
-    # NumPy scalars are options like Python numbers
-    sol = equilibrium(arm, tol=np.float32(1e-6), max_iter=np.int64(20), throw=np.True_)
+    # NumPy scalars are options like Python numbers (a solve on the one-bar pendulum, whose
+    # program compiles in a tenth of the arm's time)
+    bar = pendulum(stiffness=2.0)
+    sol = equilibrium(bar, tol=np.float32(1e-6), max_iter=np.int64(20), throw=np.True_)
     assert sol.converged
     with pytest.raises(ValueError, match="both must be the same"):
         inverse_statics(arm, lambda q: q, jnp.zeros(3))
@@ -576,9 +579,9 @@ def test_bad_arguments(arm):
         inverse_statics(arm, lambda q: q, jnp.zeros(2), weights=jnp.array([1.0, 0.0]))
     # traced weights: a run-time check (a NaN weight was status 4, blaming the output)
     solve = jax.jit(
-        lambda w: inverse_statics(arm, lambda q: q, jnp.zeros(2), weights=w, throw=False).u
+        lambda w: inverse_statics(bar, lambda q: q, jnp.zeros(1), weights=w, throw=False).u
     )
-    for w in ([1.0, -1.0], [1.0, np.nan]):
+    for w in ([-1.0], [np.nan]):
         with pytest.raises(ValueError, match="inverse_statics: weights must be finite and pos"):
             raise_runtime_errors(lambda w=w: solve(jnp.array(w)))
     # the only positional argument after the robot is what the solve is given; guesses are

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import pytest
 
 _PATH = Path(__file__).parents[1] / "benchmarks" / "hlo_sources.py"
 _SPEC = importlib.util.spec_from_file_location("hlo_sources", _PATH)
@@ -20,6 +21,18 @@ def _sine_part(x):
 
 def _matrix_part(a):
     return a @ a.T
+
+
+@pytest.fixture(autouse=True)
+def _source_locations():
+    """JAX's default source locations (the tests' configuration leaves them out)."""
+    names = ("jax_include_full_tracebacks_in_locations", "jax_traceback_in_locations_limit")
+    before = [getattr(jax.config, name) for name in names]
+    jax.config.update(names[0], True)
+    jax.config.update(names[1], 100)
+    yield
+    for name, value in zip(names, before):
+        jax.config.update(name, value)
 
 
 def test_kernels_are_attributed_to_their_source_lines():

@@ -258,8 +258,10 @@ def simulate(
         control_period: zero-order hold: sample `u` every `control_period` seconds (a multiple
             of `dt`) and hold it in between; `None` (default) evaluates `u` at every stage.
         progress: print the simulated time, the wall time and the real-time factor about ten
-            times during the run (the wall time excludes compilation of the fixed-step
-            programs; the adaptive methods' first evaluations compile theirs).
+            times during the run. Fixed-step methods print a first line when their compiled
+            program starts stepping, and their wall time excludes its compilation; the
+            adaptive methods' first line comes after a tenth of the run, and their wall time
+            includes the compilation of their first evaluations.
         constraints: equality constraints (`softrigid.constraints`: `Holonomic`,
             `Nonholonomic`, `AccelerationForm`, or a sequence of them), imposed by the
             Udwadia–Kalaba equation; the explicit methods (`"rk4"`, `"semi_implicit_euler"`)

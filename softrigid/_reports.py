@@ -82,7 +82,7 @@ def check_finite(
     (name → array or pytree, in order of priority) that was not finite itself: inside `jit`,
     where the public function could not check its arguments (eager calls check them before);
     after the arguments, the first of the intermediate values `produced` (a description, e.g.
-    "the controller's inputs u", → array) that was not finite (what the user's code returned).
+    "the controller's output u", → array) that was not finite (what the user's code returned).
     One fused reduction (the largest message index of the bad entries, `raise_if` with a
     given index) and one branch, and every output depends on it (none can be used
     unchecked)."""
@@ -90,10 +90,9 @@ def check_finite(
     if not leaves:
         return out
     n = robot.n_q
-    named = [(f"the argument {k}", v) for k, v in (inputs or {}).items()]
-    named += list((produced or {}).items())
-    named = [(k, _float_leaves(v)) for k, v in named]
-    named = [(k, xs) for k, xs in named if xs]
+    described = [(f"the argument {k}", v) for k, v in (inputs or {}).items()]
+    described += list((produced or {}).items())
+    named = [(k, xs) for k, v in described if (xs := _float_leaves(v))]
     # message n − j names coordinate j, message 0 a bad entry of another leaf, n + 1 + i the
     # input i from the last: the largest index of the bad entries (`fault_if`) is the first
     # bad input, else the first bad coordinate

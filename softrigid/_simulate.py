@@ -92,13 +92,14 @@ class _Progress:
         run's last step (a data dependence: unordered callbacks may otherwise run first)."""
         k = int(k)
         now = time.perf_counter()
-        head = f"simulate: t = {k * float(dt):.4g} / {n_steps * float(dt):.4g} s"
+        t = k * float(dt)
+        head = f"simulate: t = {t:.4g} / {n_steps * float(dt):.4g} s"
         if k == 0:  # the program is compiled and runs: the wall clock starts here
             cls.start = now
             print(f"{head}, compiled, stepping", flush=True)
             return
         wall = max(now - cls.start, 1e-12)
-        print(f"{head}, wall {wall:.3g} s, real-time factor {k * float(dt) / wall:.3g}", flush=True)
+        print(f"{head}, wall {wall:.3g} s, real-time factor {t / wall:.3g}", flush=True)
 
 
 def _rechart(robot: Robot, state: State, implicit: bool) -> State:

@@ -88,8 +88,9 @@ def setup(
 
 
 def check_options(tol: Any, max_iter: Any, throw: Any) -> tuple[float, int, bool]:
-    """The solvers' options as Python values (NumPy scalars accepted; they are compile-time
-    constants): `tol` in `(0, 1)`, `max_iter` in `[1, 2³¹)`, `throw` a boolean (a string
+    """The solvers' options as Python values (NumPy scalars accepted): `tol` in `(0, 1)` (an
+    argument of the compiled solve: another tolerance reuses its program), `max_iter` in
+    `[1, 2³¹)` (a compile-time constant: it sizes the history), `throw` a boolean (a string
     `"False"` would be read as true)."""
     if not is_real_number(tol) or not 0 < tol < 1:
         raise ValueError(f"tol must be a number in (0, 1), got {tol!r}")

@@ -107,8 +107,8 @@ def _levenberg_marquardt(
     w: Array,
     q0: Array,
     u0: Array,
-    damping: float,
-    tol: float,
+    damping: float | Array,
+    tol: float | Array,
     max_iter: int,
 ) -> InverseStaticSolution:
     """The loop: each pass solves the equilibrium under `u + Δu` (from the last accepted `q`;
@@ -118,7 +118,7 @@ def _levenberg_marquardt(
     below `tol · max(1, |u|)` or no damping up to `10¹² max(|G|, 1)` reduces `|e|` (a
     least-squares minimum), or after `max_iter` accepted steps. `tol` no tighter than 100 units
     of `q`'s rounding (float32: 1.2e-5)."""
-    tol = rounding_tolerance(q0, tol)
+    tol = jnp.maximum(tol, rounding_tolerance(q0, 0.0))  # traced: one program for every tol
     goal = tol * jnp.maximum(1.0, jnp.linalg.norm(w * target))
 
     def twice(x: Array) -> tuple[Array, Array]:
@@ -231,8 +231,8 @@ def _implicit(
     w: Array,
     q0: Array,
     u0: Array,
-    damping: float,
-    tol: float,
+    damping: float | Array,
+    tol: float | Array,
     max_iter: int,
 ) -> InverseStaticSolution:
     """`_levenberg_marquardt`, differentiable by the implicit function theorem where there are
@@ -265,7 +265,9 @@ def _implicit(
     return InverseStaticSolution(q, u, output(q), err, it, status, stable > 0.5)
 
 
-_STATIC = ("output", "damping", "tol", "max_iter")
+# `damping` and `tol` are arguments of the programs (new values do not compile again); the
+# output function and `max_iter` are compile-time constants
+_STATIC = ("output", "max_iter")
 lm_jit = jit(_implicit, loops=True, static_argnames=_STATIC)
 # for arguments that nothing traces (an eager call): `_implicit`'s `custom_root` traces the
 # roots `F` and their linearization at every call, differentiated or not (the helicoid robot of

@@ -116,7 +116,7 @@ class _Carry(NamedTuple):
 
 
 def newton(
-    robot: Robot, loads: tuple, u: Array, q0: Array, tol: float, max_iter: int
+    robot: Robot, loads: tuple, u: Array, q0: Array, tol: float | Array, max_iter: int
 ) -> tuple[Array, _Carry]:
     """Newton with backtracking from `q0` (its rotation vectors re-charted to `|φ| ≤ π`): the
     last iterate and the loop's final state.
@@ -135,8 +135,9 @@ def newton(
     n = q0.shape[0]
     dtype = q0.dtype
     # no tighter than 100 units of the dtype's rounding (float32: 1.2e-5): the default 1e-10,
-    # and the inverse statics' inner 1e-12, would never be met in float32
-    tol = rounding_tolerance(q0, tol)
+    # and the inverse statics' inner 1e-12, would never be met in float32 (`tol` is traced:
+    # one program serves every tolerance)
+    tol = jnp.maximum(tol, rounding_tolerance(q0, 0.0))
     if has_charts(robot):
         # a rotation vector near |φ| = 2π, where ∂r/∂q is nearly singular, starts from the same
         # rotation at |φ| ≤ π (`simulate` re-charts its start too)
@@ -233,7 +234,7 @@ def dense_tangent_solve(linear: Callable[[Array], Array], rhs: Array) -> Array:
 
 
 def solve_equilibrium(
-    robot: Robot, loads: tuple, u: Array, q0: Array, tol: float, max_iter: int
+    robot: Robot, loads: tuple, u: Array, q0: Array, tol: float | Array, max_iter: int
 ) -> StaticSolution:
     """The equilibrium as a `StaticSolution`, differentiable by the implicit function theorem:
     `jax.lax.custom_root` differentiates `r(q*, θ) = 0` (`∂q*/∂θ = −J⁻¹ ∂r/∂θ`) with respect to
@@ -291,7 +292,7 @@ def solution(q: Array, u: Array, c: _Carry) -> StaticSolution:
 
 
 def solve_plain(
-    robot: Robot, loads: tuple, u: Array, q0: Array, tol: float, max_iter: int
+    robot: Robot, loads: tuple, u: Array, q0: Array, tol: float | Array, max_iter: int
 ) -> StaticSolution:
     """`solve_equilibrium` without its implicit differentiation, for arguments that nothing
     traces (no derivative can be asked of the result): `jax.lax.custom_root` traces the
@@ -302,5 +303,7 @@ def solve_plain(
     return solution(q, u, c)
 
 
-solve_jit = jit(solve_equilibrium, loops=True, static_argnames=("tol", "max_iter"))
-solve_plain_jit = jit(solve_plain, loops=True, static_argnames=("tol", "max_iter"))
+# `tol` is an argument of the programs (a new tolerance does not compile again); `max_iter`
+# sizes the history, a compile-time constant
+solve_jit = jit(solve_equilibrium, loops=True, static_argnames=("max_iter",))
+solve_plain_jit = jit(solve_plain, loops=True, static_argnames=("max_iter",))

@@ -4,7 +4,9 @@ errors."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 
 import equinox as eqx
 import jax
@@ -45,6 +47,23 @@ def tendon_rod(d, gravity=(0.0, 0.0, 0.0)):
     return sr.Robot(
         [sr.Link(joints.Fixed(), cc_rod())], gravity=gravity, actuators=[Tendon(0, (d, 0.0))]
     )
+
+
+@contextlib.contextmanager
+def _compilations() -> Iterator[list[str]]:
+    """The names of the programs XLA compiles inside the block (JAX's compile log)."""
+    names: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: names.extend(  # type: ignore[method-assign]
+        [record.getMessage()] if record.getMessage().startswith("Compiling") else []
+    )
+    logger = logging.getLogger("jax")
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles():
+            yield names
+    finally:
+        logger.removeHandler(handler)
 
 
 def pendulum(gravity=(0.0, 0.0, 9.81), stiffness=0.0):
@@ -269,7 +288,11 @@ def test_weak_and_stiff_coordinates_both_converge_to_tol():
     robot = sr.Robot([sr.Link(joints.Fixed(), body)], gravity=(-9.81, 0, 0), actuators=tendons)
     u = jnp.array([3.0, 0.5, 1.0])
     sol = sr.equilibrium(robot, u)
-    ref = sr.equilibrium(robot, u, tol=1e-15, max_iter=100, throw=False)
+    # the tolerance is an argument of the compiled solve: another one compiles nothing
+    with _compilations() as compiled:
+        ref = sr.equilibrium(robot, u, tol=1e-15, throw=False)
+    assert not compiled, compiled
+    assert ref.converged
     assert np.diag(np.asarray(ref.jacobian))[2] > 1e4 * np.diag(np.asarray(ref.jacobian))[0]
     np.testing.assert_allclose(sol.q, ref.q, rtol=0, atol=1e-10 * float(jnp.max(jnp.abs(ref.q))))
 
@@ -369,9 +392,12 @@ def test_inverse_statics_of_a_spring_bar_under_jit_and_vmap():
     eager = inverse_statics(robot, tip_x, [0.5], tol=1e-12)
     assert eager.converged
     np.testing.assert_allclose(eager.u, [k * np.arcsin(0.5)], rtol=1e-10)
-    # NumPy scalars as options, the damping too (it refused np.float32 and np.int64)
-    for damping in (np.float32(1e-3), np.int64(1)):
-        sol = inverse_statics(robot, tip_x, [0.5], tol=np.float64(1e-12), damping=damping)
+    # NumPy scalars as options, the damping too (it refused np.float32 and np.int64); the
+    # damping and the tolerance are arguments of the compiled solve: new values compile nothing
+    for damping, tol in ((np.float32(1e-3), np.float64(1e-12)), (np.int64(1), 1e-11)):
+        with _compilations() as compiled:
+            sol = inverse_statics(robot, tip_x, [0.5], tol=tol, damping=damping)
+        assert not compiled, compiled
         np.testing.assert_allclose(sol.u, eager.u, rtol=1e-10)
     targets = jnp.array([[0.5], [-0.3], [0.8]])
     batch = jax.jit(jax.vmap(lambda t: inverse_statics(robot, tip_x, t, tol=1e-12)))(targets)

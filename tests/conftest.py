@@ -1,6 +1,7 @@
 """Test configuration: float64 everywhere (the reference precision of every check), JAX's
-compilation caches cleared after each test module, XLA:CPU's fastest compilation
-(LLVM at -O0 and `softrigid.fast_compilation`) and no tracebacks as source locations.
+compilation caches cleared after each test module, XLA:CPU's fastest compilation (LLVM at
+-O0, one LLVM module per program, `softrigid.fast_compilation`) and no tracebacks as source
+locations.
 
 The suite is dominated by compilation, not by running the programs: LLVM at -O0 compiles
 about 20 % faster, XLA:CPU's elemental fusion emitters 25–35 % faster again (the nine-link
@@ -23,10 +24,18 @@ import gc
 import os
 from typing import Any
 
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
-    ).strip()
+# XLA's flags for the tests' compilation (each unless the environment sets it): LLVM at -O0,
+# and each program's code generated as one LLVM module: XLA:CPU splits it into modules compiled
+# on its thread pool, which the three workers on two cores leave no core for (three modules:
+# 152 and 134 s → 121 and 123 s, two runs each, 2026-12-02)
+os.environ["XLA_FLAGS"] = " ".join(
+    [os.environ.get("XLA_FLAGS", "")]
+    + [
+        f"--{flag}"
+        for flag in ("xla_backend_optimization_level=0", "xla_cpu_parallel_codegen_split_count=1")
+        if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", "")
+    ]
+).strip()
 
 import jax
 import pytest

@@ -106,7 +106,10 @@ def _trajectory(where: str, traj: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def plot_trajectory(
-    traj: Trajectory, path: str | Path, labels: Sequence[str] | None = None
+    traj: Trajectory,
+    path: str | Path,
+    labels: Sequence[str] | None = None,
+    legend: str | None = "best",
 ) -> Path:
     """Plot `q(t)` (one curve per coordinate) and save it to `path` (PNG, SVG, PDF…).
 
@@ -114,10 +117,14 @@ def plot_trajectory(
         traj: a `Trajectory` (from `simulate`).
         path: the file to write; its suffix picks the format.
         labels: one legend entry per coordinate (default `q1`, `q2`, …).
+        legend: where the legend goes: a matplotlib location inside the axes (`"best"`,
+            `"upper right"`, …), `"outside"` (right of the axes, clear of the curves) or
+            `None` (no legend).
 
     Returns:
         The path written.
     """
+    _check_legend("plot_trajectory", legend)
     t, q = _trajectory("plot_trajectory", traj)
     if labels is not None and len(labels) != q.shape[1]:
         raise ValueError(
@@ -131,10 +138,42 @@ def plot_trajectory(
         ax.set_xlabel("t [s]")
         ax.set_ylabel("q [rad, m]")
         ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize="small", ncol=2)
+        _draw_legend(ax, legend, fontsize="small", ncol=2)
         return _save(plt, fig, path)
     finally:  # also when drawing or saving fails: no figure left open
         plt.close(fig)
+
+
+# where the plots put their legend: matplotlib's locations inside the axes, "outside" (to the
+# right of the axes, clear of the data) or None (no legend)
+_LOCATIONS = (
+    "best",
+    "upper right",
+    "upper left",
+    "lower left",
+    "lower right",
+    "right",
+    "center left",
+    "center right",
+    "lower center",
+    "upper center",
+    "center",
+)
+
+
+def _check_legend(where: str, legend: Any) -> None:
+    if legend is not None and legend != "outside" and legend not in _LOCATIONS:
+        raise ValueError(
+            f"{where}: legend must be None, 'outside' or one of {_LOCATIONS}, got {legend!r}"
+        )
+
+
+def _draw_legend(ax: Any, legend: str | None, **kwargs: Any) -> None:
+    """The axes' legend at `legend` (`_LOCATIONS`, `"outside"` or None: none)."""
+    if legend == "outside":
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **kwargs)
+    elif legend is not None:
+        ax.legend(loc=legend, **kwargs)
 
 
 def _save(plt: Any, fig: Any, path: str | Path) -> Path:
@@ -161,11 +200,16 @@ def plot_snapshots(
     path: str | Path,
     times: Sequence[float] | None = None,
     plane: str = "xz",
+    legend: str | None = "best",
 ) -> Path:
     """Draw the robot's backbones at a few instants of `traj` projected on `plane`
-    (`"xy"`, `"xz"` or `"yz"`), darker for later times, and save to `path`."""
+    (`"xy"`, `"xz"` or `"yz"`), darker for later times, and save to `path`.
+
+    `legend` (the snapshots' times) as in `plot_trajectory`: `"outside"` keeps it off a
+    slender robot that `"best"` would cover, `None` leaves it out."""
     if plane not in _AXES:
         raise ValueError(f"plane must be one of {tuple(_AXES)}, got {plane!r}")
+    _check_legend("plot_snapshots", legend)
     t, _ = _trajectory("plot_snapshots", traj)
     if times is None:
         times = np.linspace(t[0], t[-1], 6)
@@ -195,7 +239,7 @@ def plot_snapshots(
         ax.set_xlabel(f"{plane[0]} [m]")
         ax.set_ylabel(f"{plane[1]} [m]")
         ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize="small")
+        _draw_legend(ax, legend, fontsize="small")
         return _save(plt, fig, path)
     finally:  # also when drawing or saving fails: no figure left open
         plt.close(fig)

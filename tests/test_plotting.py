@@ -97,6 +97,18 @@ def test_plots_return_the_file_written_and_close_their_figures(tmp_path, monkeyp
     plotting.plot_snapshots(robot, traj, tmp_path / "s.png")
     labels = [x.get_text() for x in closed[-1].axes[0].get_legend().get_texts()]
     assert labels == [f"t = 0.00{k} s" for k in range(6)]
+    # the legend outside the axes (clear of a slender robot), or none
+    plotting.plot_snapshots(robot, traj, tmp_path / "s.png", legend="outside")
+    box = closed[-1].axes[0].get_legend().get_window_extent()
+    assert box.x0 >= closed[-1].axes[0].get_window_extent().x1
+    plotting.plot_trajectory(traj, tmp_path / "q.png", legend=None)
+    assert closed[-1].axes[0].get_legend() is None
+    for plot, args in (
+        (plotting.plot_snapshots, (robot, traj)),
+        (plotting.plot_trajectory, (traj,)),
+    ):
+        with pytest.raises(ValueError, match=f"{plot.__name__}: legend must be None, 'outside'"):
+            plot(*args, tmp_path / "x.png", legend="top")
     single = sr.Trajectory(t[:1], q[:1], q[:1], jnp.zeros((1, 0)))
     plotting.plot_snapshots(robot, single, tmp_path / "one.png")
     assert len(closed[-1].axes[0].get_lines()) == 2  # one snapshot of two links

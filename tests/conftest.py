@@ -53,25 +53,26 @@ jax.config.update("jax_include_full_tracebacks_in_locations", False)
 jax.config.update("jax_traceback_in_locations_limit", 0)
 
 
-# the longest modules, longest first (seconds of test time in a full two-worker run, 2026-12-02,
-# after that day's cuts)
+# the longest modules, longest first (seconds of test time in a full three-worker run,
+# 2026-12-02, after that day's cuts)
 LONGEST_FIRST = (
-    "test_integrators.py",  # 400
-    "test_statics.py",  # 350
-    "test_architecture.py",  # 148
-    "test_entry.py",  # 135
-    "test_articulated.py",  # 101
-    "test_control.py",  # 75
-    "test_actuators.py",  # 75
-    "test_hybrid_arm.py",  # 71
-    "test_identities.py",  # 71
-    "test_helicoid_tracking.py",  # 69
-    "test_empirical.py",  # 66
-    "test_kinematics_rods.py",  # 64
-    "test_kinematics_lvp.py",  # 59
-    "test_body_terms.py",  # 55
-    "test_families_robot.py",  # 50
-    "test_float32.py",  # 50
+    "test_integrators.py",  # 478
+    "test_statics.py",  # 413
+    "test_architecture.py",  # 212
+    "test_entry.py",  # 155
+    "test_articulated.py",  # 139
+    "test_actuators.py",  # 108
+    "test_control.py",  # 104
+    "test_identities.py",  # 102
+    "test_hybrid_arm.py",  # 95
+    "test_kinematics_rods.py",  # 85
+    "test_empirical.py",  # 85
+    "test_kinematics_lvp.py",  # 85
+    "test_materials.py",  # 64
+    "test_families_robot.py",  # 62
+    "test_helicoid_tracking.py",  # 61
+    "test_body_terms.py",  # 59
+    "test_batching.py",  # 54
 )
 
 

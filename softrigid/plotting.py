@@ -162,7 +162,8 @@ _LOCATIONS = (
 
 
 def _check_legend(where: str, legend: Any) -> None:
-    if legend is not None and legend != "outside" and legend not in _LOCATIONS:
+    valid = isinstance(legend, str) and (legend == "outside" or legend in _LOCATIONS)
+    if legend is not None and not valid:
         raise ValueError(
             f"{where}: legend must be None, 'outside' or one of {_LOCATIONS}, got {legend!r}"
         )

@@ -10,9 +10,10 @@ body map's range, is a rejected trial like any other):
     G = W ∂y/∂q J⁻¹ A,          Δu = −(GᵀG + μ² I)⁻¹ Gᵀ e  (= −Gᵀ (GGᵀ + μ² I)⁻¹ e).
 
 The iteration is one `jax.lax.while_loop` (the equilibrium's Newton loop nested in it), so it
-runs under `jit` and `vmap` (e.g. over targets) and reports through a status. With as many
-outputs as inputs its solution is differentiated by the implicit function theorem. The loop
-and its differentiation live in `softrigid._statics_levenberg`; here the entry and its errors.
+runs under `jit` and `vmap` (e.g. over targets) and reports through a status. With at least
+as many outputs as inputs its solution is differentiated by the implicit function theorem. The
+loop and its differentiation live in `softrigid._statics_levenberg`; here the entry and its
+errors.
 """
 
 from __future__ import annotations
@@ -109,12 +110,14 @@ def inverse_statics(
     above the tolerance, e.g. an unreachable target) gives `status = 2` (`converged` false)
     and, eagerly with `throw`, a `RuntimeWarning` with the error. The inputs are
     unconstrained: a negative tendon tension in the result means the target needs a push (add
-    an antagonistic tendon). Runs under `jit`/`vmap` (one `lax.while_loop`). With as many
-    outputs as inputs the solution is differentiated by the implicit function theorem, in
+    an antagonistic tendon). Runs under `jit`/`vmap` (one `lax.while_loop`). With at least as
+    many outputs as inputs the solution is differentiated by the implicit function theorem, in
     forward and reverse mode (`jax.jacfwd`, `jax.grad`: with respect to the target, the
-    weights, the robot's parameters and the loads; meaningful where the target is reached);
-    with fewer or more outputs, where the solution depends on the iterations' path, forward
-    mode only, through the iterations (JAX's reverse mode does not go through a
+    weights, the robot's parameters and the loads): with as many, of `y(q) = y*` (meaningful
+    where the target is reached); with more, of the least-squares optimality `Gᵀ e = 0`
+    (the best fit's derivative, also where the target is out of reach, status 2; it
+    differentiates `∂r/∂q` and `A`, one order more of the bodies' maps). With fewer outputs than inputs, where the solution depends on the iterations' path,
+    forward mode only, through the iterations (JAX's reverse mode does not go through a
     `while_loop`).
 
     Arguments: the outputs and their targets (what is given) are the only positional

@@ -1,6 +1,6 @@
 """Levenberg–Marquardt over the inputs for `inverse_statics` (`softrigid._statics_inverse`):
 the loop, its solution type, and its differentiation by the implicit function theorem where
-there are as many outputs as inputs (`_implicit`; the loop otherwise).
+there are at least as many outputs as inputs (`_implicit`; the loop otherwise).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ._entry import trial_evaluations
 from ._model import Robot
 from ._module import rounding_tolerance
 from ._statics_newton import CONVERGED, dense_tangent_solve, newton
-from ._statics_residual import residual
+from ._statics_residual import jacobian, residual
 
 __all__ = ["InverseStaticSolution", "lm_jit", "lm_plain_jit"]
 
@@ -236,19 +236,30 @@ def _implicit(
     max_iter: int,
 ) -> InverseStaticSolution:
     """`_levenberg_marquardt`, differentiable by the implicit function theorem where there are
-    as many outputs as inputs: its solution `z = (q, u)` is a root of
-    `F(z) = (r(q, u), W (y(q) − y*))`, so `∂z/∂θ = −(∂F/∂z)⁻¹ ∂F/∂θ` for everything `F`
-    closes over (the target, the weights, the robot's parameters, the loads), in reverse mode
-    too (`jax.lax.custom_root`, as `equilibrium`). With fewer or more outputs the solution
-    depends on the iterations' path (the least-squares fit, the inputs kept from `u0`): the
-    loop itself, forward mode only."""
-    n_q = q0.shape[0]
-    if target.shape[0] != u0.shape[0]:
+    at least as many outputs as inputs: its solution `z = (q, u)` is a root of
+
+        F(z) = (r(q, u), W (y(q) − y*))          (as many outputs as inputs: y = y*),
+        F(z) = (r(q, u), Gᵀ e),  e = W (y(q) − y*),  G = W ∂y/∂q J⁻¹ A
+                                                  (more: the least-squares optimality),
+
+    so `∂z/∂θ = −(∂F/∂z)⁻¹ ∂F/∂θ` for everything `F` closes over (the target, the weights,
+    the robot's parameters, the loads), in reverse mode too (`jax.lax.custom_root`, as
+    `equilibrium`); the second form differentiates `J` and `A`, one order more of the bodies'
+    maps. With fewer outputs than inputs the solution depends on the iterations' path (the
+    inputs that do not move the outputs keep their values from `u0`): the loop itself,
+    forward mode only."""
+    n_q, p, n_u = q0.shape[0], target.shape[0], u0.shape[0]
+    if p < n_u:
         return _levenberg_marquardt(robot, loads, output, target, w, q0, u0, damping, tol, max_iter)
 
     def roots(z: Array) -> Array:
         q, u = z[:n_q], z[n_q:]
-        return jnp.concatenate([residual(robot, loads, u, q)[0], w * (output(q) - target)])
+        e = w * (output(q) - target)
+        if p > n_u:
+            # Gᵀ e = 0, the gradient of |e|²/2 over the inputs, with G = W ∂y/∂q J⁻¹ A
+            jac, act = jacobian(robot, loads, u, q)
+            e = ((w[:, None] * jax.jacfwd(output)(q)) @ jnp.linalg.solve(jac, act)).T @ e
+        return jnp.concatenate([residual(robot, loads, u, q)[0], e])
 
     def solve(_: Callable, guess: Array) -> tuple[Array, tuple[Array, ...]]:
         args = (target, w, guess[:n_q], guess[n_q:], damping, tol, max_iter)

@@ -426,6 +426,35 @@ def test_inverse_statics_reverse_mode_by_the_implicit_function_theorem():
         np.testing.assert_allclose(got, expected, rtol=1e-9)
 
 
+def test_least_squares_inverse_statics_in_reverse_mode():
+    """More outputs than inputs: the best fit's `Gᵀ e = 0` differentiated by the implicit
+    function theorem (reverse mode raised before: the loop is a `while_loop`). A bar on a
+    spring `k` without gravity, its tip `(sin q, cos q)` in `(x, z)` and a target off the
+    circle: the nearest point is at `q = atan2(x*, z*)`, so `τ = k atan2(x*, z*)`."""
+    tip = jnp.array([[0.0, 0.0, 1.0]])
+
+    def fit(target, k, throw=True):
+        robot = pendulum(gravity=(0.0, 0.0, 0.0), stiffness=k)
+
+        def tip_xz(q):
+            return sr.world_points(robot, q, 0, tip)[0, ::2]
+
+        return inverse_statics(robot, tip_xz, target, tol=1e-12, throw=throw)
+
+    (x, z), k = (0.3, 0.8), 2.0
+    sol = fit(jnp.array([x, z]), k, throw=False)
+    assert int(sol.status) == 2  # a least-squares minimum: the target is off the circle
+    # Gauss–Newton converges linearly at a nonzero residual, and the loop stops on a step below
+    # tol: the fit is good to about 1e-9 here, and its derivatives with it
+    np.testing.assert_allclose(sol.u, [k * np.arctan2(x, z)], rtol=1e-8)
+    r2 = x**2 + z**2
+    expected = ([k * z / r2, -k * x / r2], np.arctan2(x, z))  # ∂τ/∂y*, ∂τ/∂k
+    # reverse mode (the custom root's tangent solve, transposed)
+    got = jax.grad(lambda t, k: fit(t, k).u[0], argnums=(0, 1))(jnp.array([x, z]), k)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-8)
+    np.testing.assert_allclose(got[1], expected[1], rtol=1e-8)
+
+
 def test_unreachable_target_is_reported():
     # a bar on a spring, no gravity: the tip's x = l sin(τ/k) ≤ l, a target at 2 l is out of
     # reach; the best fit (the arm at 90°) comes with converged=False and a warning

@@ -49,19 +49,27 @@ def tendon_rod(d, gravity=(0.0, 0.0, 0.0)):
     )
 
 
+class _CompileLog(logging.Handler):
+    """The messages of JAX's compile log (`jax.log_compiles`) that name a compilation."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.names: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("Compiling"):
+            self.names.append(record.getMessage())
+
+
 @contextlib.contextmanager
 def _compilations() -> Iterator[list[str]]:
     """The names of the programs XLA compiles inside the block (JAX's compile log)."""
-    names: list[str] = []
-    handler = logging.Handler(logging.WARNING)
-    handler.emit = lambda record: names.extend(  # type: ignore[method-assign]
-        [record.getMessage()] if record.getMessage().startswith("Compiling") else []
-    )
+    handler = _CompileLog()
     logger = logging.getLogger("jax")
     logger.addHandler(handler)
     try:
         with jax.log_compiles():
-            yield names
+            yield handler.names
     finally:
         logger.removeHandler(handler)
 

@@ -116,9 +116,9 @@ def inverse_statics(
     weights, the robot's parameters and the loads): with as many, of `y(q) = y*` (meaningful
     where the target is reached); with more, of the least-squares optimality `Gᵀ e = 0`
     (the best fit's derivative, also where the target is out of reach, status 2; it
-    differentiates `∂r/∂q` and `A`, one order more of the bodies' maps). With fewer outputs than inputs, where the solution depends on the iterations' path,
-    forward mode only, through the iterations (JAX's reverse mode does not go through a
-    `while_loop`).
+    differentiates `∂r/∂q` and `A`, one order more of the bodies' maps). With fewer outputs
+    than inputs, where the solution depends on the iterations' path, forward mode only,
+    through the iterations (JAX's reverse mode does not go through a `while_loop`).
 
     Arguments: the outputs and their targets (what is given) are the only positional
     arguments after the robot; the initial guesses `q0`, `u0` and the options are

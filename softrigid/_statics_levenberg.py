@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from ._ad import value_and_jacfwd
 from ._cache import jit
 from ._checks import status_is
 from ._entry import trial_evaluations
@@ -254,12 +255,13 @@ def _implicit(
 
     def roots(z: Array) -> Array:
         q, u = z[:n_q], z[n_q:]
-        e = w * (output(q) - target)
-        if p > n_u:
-            # Gᵀ e = 0, the gradient of |e|²/2 over the inputs, with G = W ∂y/∂q J⁻¹ A
-            jac, act = jacobian(robot, loads, u, q)
-            e = ((w[:, None] * jax.jacfwd(output)(q)) @ jnp.linalg.solve(jac, act)).T @ e
-        return jnp.concatenate([residual(robot, loads, u, q)[0], e])
+        if p == n_u:
+            return jnp.concatenate([residual(robot, loads, u, q)[0], w * (output(q) - target)])
+        # Gᵀ e = 0, the gradient of |e|²/2 over the inputs, with G = W ∂y/∂q J⁻¹ A
+        y, dy = value_and_jacfwd(output, q)  # the output traced once for both
+        jac, act = jacobian(robot, loads, u, q)
+        g = (w[:, None] * dy) @ jnp.linalg.solve(jac, act)
+        return jnp.concatenate([residual(robot, loads, u, q)[0], g.T @ (w * (y - target))])
 
     def solve(_: Callable, guess: Array) -> tuple[Array, tuple[Array, ...]]:
         args = (target, w, guess[:n_q], guess[n_q:], damping, tol, max_iter)

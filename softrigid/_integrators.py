@@ -175,7 +175,9 @@ class Implicit(Integrator):
     Args:
         tol: the iteration stops when `η ‖Δx‖∞ ≤ tol (1 + ‖x‖∞)`, `η = θ/(1 − θ)` from the
             observed contraction `θ` (Newton's own increment test at a new matrix); no
-            tighter than 100 units of the state's rounding (float32: 1.2e-5).
+            tighter than 100 units of the state's rounding (float32: 1.2e-5). A traced
+            argument of the compiled run, as `theta_max`: a scheme with another `tol` reuses
+            the program of one with the same `max_iter` and `newton`.
         max_iter: iterations per step; a step that has not converged then fails, and
             `simulate` names it.
         newton: `"modified"` (default: the matrix kept while the iteration contracts faster
@@ -203,7 +205,7 @@ class Implicit(Integrator):
             raise ValueError(
                 f"{name}: max_iter must be a positive integer below 2**31, got {self.max_iter!r}"
             )
-        # NumPy scalars as Python numbers (static fields: hashed and compared as such)
+        # NumPy scalars as Python numbers (`max_iter` a static field: hashed and compared)
         for field, kind in (("theta_max", float), ("tol", float), ("max_iter", int)):
             object.__setattr__(self, field, kind(getattr(self, field)))
 
@@ -242,10 +244,10 @@ class ImplicitEuler(Implicit):
     solved by Newton with the matrix `M + h ∂ν/∂q̇ + h² ∂ν/∂q` (options `tol`, `max_iter`,
     `newton`, `theta_max`: `integrators.Implicit`)."""
 
-    tol: float = static(default=1e-10)
+    tol: float = 1e-10
     max_iter: int = static(default=20)
     newton: str = static(default="modified")
-    theta_max: float = static(default=0.25)
+    theta_max: float = 0.25
     name: ClassVar[str] = "implicit_euler"
 
     def __post_init__(self) -> None:
@@ -290,10 +292,10 @@ class GeneralizedAlpha(Implicit):
     """
 
     rho_inf: float = static(default=0.9)
-    tol: float = static(default=1e-10)
+    tol: float = 1e-10
     max_iter: int = static(default=20)
     newton: str = static(default="modified")
-    theta_max: float = static(default=0.25)
+    theta_max: float = 0.25
     name: ClassVar[str] = "generalized_alpha"
     restarts: ClassVar[bool] = True
 

@@ -86,9 +86,9 @@ def newton(
     h_v: Array,
     x0: Array,
     kept: IterationMatrix,
-    tol: float,
+    tol: float | Array,
     max_iter: int,
-    theta_max: float,
+    theta_max: float | Array,
     full: bool,
 ) -> tuple[Array, Array, IterationMatrix]:
     """Solve `r(x) = ν(t₁, q₁(x), q̇₁(x), x) = 0` from `x0` (module docstring).
@@ -107,7 +107,7 @@ def newton(
 
     # no tighter than 100 units of the dtype's rounding (float32: 1.2e-5), which the
     # increments cannot go below: the default 1e-10 would never be met in float32
-    tol = rounding_tolerance(x0, tol)
+    tol = jnp.maximum(tol, rounding_tolerance(x0, 0.0))  # traced: another tol, same program
 
     def residual(x: Array) -> Array:
         q1, qd1 = kin(x)

@@ -193,9 +193,10 @@ def _run(
     return Trajectory(t, q, qd, u), ok
 
 
+# the scheme is a traced pytree: its static options (`max_iter`, `newton`, `rho_inf`) key the
+# program by value, its leaves (Newton's `tol`, `theta_max`) are arguments
 _STATIC = (
     "n_steps",
-    "scheme",
     "controller",
     "period",
     "check",
@@ -212,7 +213,6 @@ def _scheme(method: Any) -> Integrator | Adaptive:
     if isinstance(method, (Integrator, Adaptive)):
         return method
     if isinstance(method, str) and method in METHODS:
-        # one instance per name: schemes hash by identity, and a new one would recompile
         return _DEFAULT_SCHEMES[method]
     raise ValueError(
         f"simulate: method must be one of {tuple(METHODS)} or a scheme instance (e.g. "

@@ -2,10 +2,10 @@
 energy conservation and monotone decay, gradients, batching, the controller interface, the public
 vector field and the errors (tiny robots, short horizons).
 
-A compiled run is keyed by the robot's structure, the step count and the scheme instance (a static
-argument, hashed by identity): the tests share one instance per scheme and equal step counts, and
-compare runs of different steps `h` at a time they both reach, so each scheme compiles once per
-robot structure."""
+A compiled run is keyed by the robot's structure, the step count and the scheme's static options
+(`max_iter`, `newton`, `rho_inf`; its `tol` and `theta_max` are traced): the tests use equal step
+counts and compare runs of different steps `h` at a time they both reach, so each scheme compiles
+once per robot structure."""
 
 import itertools
 
@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.integrate
+from compile_log import compilations
 from scipy.integrate import solve_ivp
 
 import softrigid as sr
@@ -691,6 +692,22 @@ def test_newton_options_are_checked():
     # Python numbers (static options)
     scheme = GeneralizedAlpha(rho_inf=np.float32(0.5), tol=np.float32(1e-8), max_iter=np.int64(9))
     assert (scheme.rho_inf, scheme.max_iter) == (0.5, 9) and type(scheme.tol) is float
+
+
+def test_newton_options_are_arguments_of_the_compiled_run(double):
+    # `tol` and `theta_max` are traced: a new instance with other values reuses the program
+    # (until session 79 every new scheme instance compiled again), and the values still act
+    steps, h = 20, 0.02
+
+    def run(scheme):
+        return np.asarray(sr.simulate(double, Q0, Z, steps * h, h, method=scheme).q)
+
+    loose = run(ImplicitEuler(tol=1e-2, theta_max=0.9))
+    with compilations() as compiled:
+        tight = run(ImplicitEuler(tol=1e-13, theta_max=0.1))
+    assert not compiled, compiled
+    exact = run(ImplicitEuler(tol=1e-13, newton="full"))  # another static option: compiles
+    assert np.max(np.abs(tight - exact)) < 1e-11 < 1e-8 < np.max(np.abs(loose - exact))
 
 
 def test_a_chart_change_drops_the_kept_matrix():

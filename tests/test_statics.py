@@ -4,15 +4,12 @@ errors."""
 
 from __future__ import annotations
 
-import contextlib
-import logging
-from collections.abc import Iterator
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from compile_log import compilations
 
 import softrigid as sr
 from softrigid import joints, kinematics, quadrature
@@ -47,31 +44,6 @@ def tendon_rod(d, gravity=(0.0, 0.0, 0.0)):
     return sr.Robot(
         [sr.Link(joints.Fixed(), cc_rod())], gravity=gravity, actuators=[Tendon(0, (d, 0.0))]
     )
-
-
-class _CompileLog(logging.Handler):
-    """The messages of JAX's compile log (`jax.log_compiles`) that name a compilation."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.names: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.getMessage().startswith("Compiling"):
-            self.names.append(record.getMessage())
-
-
-@contextlib.contextmanager
-def _compilations() -> Iterator[list[str]]:
-    """The names of the programs XLA compiles inside the block (JAX's compile log)."""
-    handler = _CompileLog()
-    logger = logging.getLogger("jax")
-    logger.addHandler(handler)
-    try:
-        with jax.log_compiles():
-            yield handler.names
-    finally:
-        logger.removeHandler(handler)
 
 
 def pendulum(gravity=(0.0, 0.0, 9.81), stiffness=0.0):
@@ -297,7 +269,7 @@ def test_weak_and_stiff_coordinates_both_converge_to_tol():
     u = jnp.array([3.0, 0.5, 1.0])
     sol = sr.equilibrium(robot, u)
     # the tolerance is an argument of the compiled solve: another one compiles nothing
-    with _compilations() as compiled:
+    with compilations() as compiled:
         ref = sr.equilibrium(robot, u, tol=1e-15, throw=False)
     assert not compiled, compiled
     assert ref.converged
@@ -361,7 +333,7 @@ def test_implicit_gradients_match_finite_differences(sideways_rod):
     np.testing.assert_allclose(d_flat_e, [-q_flat / YOUNG], rtol=1e-10)
 
 
-def test_eager_gradients_of_a_robot_built_from_a_parameter_compile_once(sideways_rod, caplog):
+def test_eager_gradients_of_a_robot_built_from_a_parameter_compile_once(sideways_rod):
     # jax.grad / jax.vmap without a jit of the user's, the robot built from the parameter (its
     # leaves tracers): the Newton loop ran op by op and compiled again at every call (15 s per
     # gradient); now the compiled solve is called, and later calls compile nothing (the
@@ -372,11 +344,9 @@ def test_eager_gradients_of_a_robot_built_from_a_parameter_compile_once(sideways
 
     grads = [jax.grad(tip)(jnp.asarray(YOUNG * s)) for s in (1.0, 1.1)]
     batches = [jax.vmap(tip)(jnp.asarray(YOUNG * np.array([s, 1.2]))) for s in (1.0, 1.1)]
-    caplog.clear()
-    with jax.log_compiles(), caplog.at_level(logging.WARNING):
+    with compilations() as compiled:
         grads.append(jax.grad(tip)(jnp.asarray(YOUNG * 1.2)))
         batches.append(jax.vmap(tip)(jnp.asarray(YOUNG * np.array([1.2, 1.3]))))
-    compiled = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
     assert not compiled, compiled
     # the values: ∂q/∂E against the jitted forward mode of the same solve
     forward = jax.jit(jax.jacfwd(tip))
@@ -403,7 +373,7 @@ def test_inverse_statics_of_a_spring_bar_under_jit_and_vmap():
     # NumPy scalars as options, the damping too (it refused np.float32 and np.int64); the
     # damping and the tolerance are arguments of the compiled solve: new values compile nothing
     for damping, tol in ((np.float32(1e-3), np.float64(1e-12)), (np.int64(1), 1e-11)):
-        with _compilations() as compiled:
+        with compilations() as compiled:
             sol = inverse_statics(robot, tip_x, [0.5], tol=tol, damping=damping)
         assert not compiled, compiled
         np.testing.assert_allclose(sol.u, eager.u, rtol=1e-10)

@@ -122,12 +122,6 @@ def _levenberg_marquardt(
     tol = jnp.maximum(tol, rounding_tolerance(q0, 0.0))  # traced: one program for every tol
     goal = tol * jnp.maximum(1.0, jnp.linalg.norm(w * target))
 
-    def twice(x: Array) -> tuple[Array, Array]:
-        y = output(x)  # traced once: its value is also the Jacobian's aux
-        return y, y
-
-    y_and_dy = jax.jacfwd(twice, has_aux=True)
-
     def body(c: _Carry) -> _Carry:
         u = c.u + c.du
         # from the equilibrium's first-order prediction q + ∂q/∂u Δu (q itself at u0)
@@ -137,7 +131,7 @@ def _levenberg_marquardt(
         # of a body's map) stays out of the user's function, whose own checks would raise
         q = jnp.where(converged, q, c.q)
         with trial_evaluations():  # a non-finite output rejects the trial (status 4 at u0)
-            dy, y = y_and_dy(q)
+            y, dy = value_and_jacfwd(output, q)  # the output traced once
         e = w * (y - target)
         err = jnp.linalg.norm(e)
         ok = converged & jnp.isfinite(err)

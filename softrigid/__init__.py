@@ -34,7 +34,12 @@ from ._cache import (
 from ._chain import forward_kinematics, material_points, world_points
 from ._closed_loop import vector_field
 from ._constraints import ConstrainedAccelerations, constrained_forward_dynamics
-from ._derivatives import InverseDynamicsDerivatives, inverse_dynamics_derivatives
+from ._derivatives import (
+    InverseDynamicsDerivatives,
+    Linearization,
+    inverse_dynamics_derivatives,
+    linearize,
+)
 from ._dynamics import (
     DynamicsTerms,
     actuation_force,
@@ -74,6 +79,7 @@ __all__ = [
     "DynamicsTerms",
     "InverseDynamicsDerivatives",
     "InverseStaticSolution",
+    "Linearization",
     "Link",
     "Material",
     "PointLoad",
@@ -115,6 +121,7 @@ __all__ = [
     "kinematics",
     "kinetic_energy",
     "lagrangian",
+    "linearize",
     "mass_inertial_inverse_dynamics",
     "mass_inverse_dynamics",
     "mass_matrix",

@@ -5,7 +5,8 @@ linearization:
     returns (ν, M, ∂ν/∂q, ∂ν/∂q̇)
 
 (`inverse_dynamics_derivatives`); the implicit integrators take the same of the residual
-`ν − A(q) u` at fixed inputs (`residual_derivatives`).
+`ν − A(q) u` at fixed inputs (`residual_derivatives`), and `linearize` the state-space matrices
+of `q̈ = M⁻¹ (A u − ν(q, q̇, 0))` about a state and input.
 
 Everything a link contributes is a function of its own coordinates only: its pose and Jacobians
 `(R_i, t_i, ∂t_i/∂q_i, G_i)`, its body's mass moments, the velocity-level terms
@@ -40,11 +41,14 @@ from ._energy import link_internal_derivatives
 from ._entry import algorithm
 from ._loads import external_loads
 from ._model import Link, Robot
+from ._reports import check_positive_definite
 
 __all__ = [
     "InverseDynamicsDerivatives",
+    "Linearization",
     "ResidualDerivatives",
     "inverse_dynamics_derivatives",
+    "linearize",
     "linearized_terms",
     "residual_derivatives",
 ]
@@ -299,3 +303,67 @@ def inverse_dynamics_derivatives(
         `InverseDynamicsDerivatives(nu, mass_matrix, d_q, d_qd)`; `∂ν/∂q̈ = M`.
     """
     return _linearize(robot, q, qd, qdd, loads)[0]
+
+
+class Linearization(NamedTuple):
+    """The dynamics of the state `x = (q, q̇)` to first order about `(x₀, u₀)` (`linearize`):
+    `ẋ ≈ (q̇₀, q̈₀) + A (x − x₀) + B (u − u₀)`."""
+
+    qdd: Array  # (n_q,) q̈₀ = M⁻¹ (A(q₀) u₀ − bias)
+    state_matrix: Array  # (2 n_q, 2 n_q) A = [[0, I], [∂q̈/∂q, ∂q̈/∂q̇]]
+    input_matrix: Array  # (2 n_q, n_u) B = [[0], [M⁻¹ A(q₀)]]
+
+
+@algorithm()
+def linearize(robot: Robot, q: Array, qd: Array, u: Array, loads: Any = None) -> Linearization:
+    """The state-space matrices of the dynamics about the state `(q, q̇)` and the inputs `u`
+    (for LQR, stability and modal analysis about an equilibrium of `equilibrium`). With
+    `q̈ = M⁻¹ (A(q) u − bias)`, `bias = ν(q, q̇, 0) = c + g + s − Q_ext`, differentiating
+    `M q̈ + bias = A u` gives
+
+        ∂q̈/∂x = M⁻¹ (∂(A u)/∂x − ∂bias/∂x − (∂M/∂x) q̈),   ∂q̈/∂u = M⁻¹ A,   x = (q, q̇),
+
+        A = [[0, I], [∂q̈/∂q, ∂q̈/∂q̇]],   B = [[0], [M⁻¹ A]],
+
+    with `M`, the bias, `A(q)` and their derivatives from one link-local linearization
+    (`inverse_dynamics_derivatives`' pass) and one Cholesky factor of `M` (checked positive
+    definite at run time, as `forward_dynamics`). Exact: equal to `jax.jacfwd` of
+    `forward_dynamics` (tested), without differentiating the factorization. Coordinates on a
+    chart (rotation vectors) are linearized in it.
+
+    Args:
+        robot: the robot.
+        q, qd: `(n_q,)` configuration and velocity.
+        u: `(n_u,)` the robot's inputs (the generalized forces without actuators).
+        loads: optional external loads (held: they do not enter `B`).
+
+    Returns:
+        `Linearization(qdd, state_matrix, input_matrix)`.
+
+    Example:
+        >>> import jax.numpy as jnp, softrigid as sr
+        >>> bar = sr.RigidBody(1.0, (0.0, 0.0, 0.5), jnp.zeros((3, 3)))
+        >>> pendulum = sr.Robot([sr.Link(sr.joints.Revolute((0, 1, 0)), bar)])
+        >>> lin = sr.linearize(pendulum, jnp.zeros(1), jnp.zeros(1), jnp.zeros(1))
+        >>> print(lin.state_matrix)  # upright: q̈ = (g / l) q + u / (m l²)
+        [[ 0.    1.  ]
+         [19.62  0.  ]]
+        >>> print(lin.input_matrix)
+        [[0.]
+         [4.]]
+    """
+    n = robot.n_q
+    zero = jnp.zeros_like(q)
+    d, rows = _linearize(robot, q, qd, zero, loads, ("mass", "actuation"))
+    mass, (_, d_mass), (act, d_act) = d.mass_matrix, rows["mass"], rows["actuation"]
+    factor, lower = jax.scipy.linalg.cho_factor(mass)
+    factor = check_positive_definite("linearize", robot, mass, factor, q)
+    # at q̈ = 0, ν is the bias and its derivatives the bias's
+    qdd = jax.scipy.linalg.cho_solve((factor, lower), act @ u - d.nu)
+    bias_x = jnp.concatenate([d.d_q, d.d_qd], axis=1)
+    rhs = jnp.einsum("iak,a->ik", d_act, u) - bias_x - jnp.einsum("ijk,j->ik", d_mass, qdd)
+    lower_rows = jax.scipy.linalg.cho_solve((factor, lower), jnp.concatenate([rhs, act], 1))
+    upper = jnp.concatenate([jnp.zeros((n, n), q.dtype), jnp.eye(n, dtype=q.dtype)], 1)
+    state = jnp.concatenate([upper, lower_rows[:, : 2 * n]])
+    inputs = jnp.concatenate([jnp.zeros((n, act.shape[1]), q.dtype), lower_rows[:, 2 * n :]])
+    return Linearization(qdd, state, inputs)

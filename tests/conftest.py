@@ -66,6 +66,7 @@ LONGEST_FIRST = (
     "test_identities.py",  # 102
     "test_hybrid_arm.py",  # 95
     "test_kinematics_rods.py",  # 85
+    "test_linearize.py",  # 75 (session 79, one worker alone)
     "test_empirical.py",  # 85
     "test_kinematics_lvp.py",  # 85
     "test_materials.py",  # 64

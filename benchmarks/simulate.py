@@ -30,8 +30,8 @@ tight-tolerance Radau reference on the common grid. Robots:
   the same chain in softrigid (`_soromox_rollout`), in the same run; otherwise a line says
   it was skipped.
 
-A scheme instance is created once per configuration and reused: `simulate` keys its compiled
-program on the instance. Time on one core (`taskset -c 1`); the machine may be shared, so the
+`simulate` keys its compiled program on the scheme's static options (a new instance with the
+same options reuses it; Newton's `tol` and `theta_max` are arguments). Time on one core (`taskset -c 1`); the machine may be shared, so the
 minimum over repeats is the figure, the median shows the spread, and each line also gives the
 process's CPU time (`cpu_min_s`), which leaves out the time other processes hold the core.
 One JSON object per line.

@@ -87,7 +87,6 @@ SPRING = 50.0  # k [N/m]
 SLIDER_DAMPING = 1.0  # d_s [N s/m]
 PENDULUM_DAMPING = (0.1, 0.1)  # d_p1, d_p2 [N m s/rad]
 
-# one instance: simulate keys its compiled program on it
 METHOD, DT = RK4(), 1e-3
 
 

@@ -30,7 +30,6 @@ from softrigid import joints, kinematics, materials, quadrature  # noqa: E402
 from softrigid.integrators import RK4  # noqa: E402
 from softrigid.plotting import plot_snapshots, plot_trajectory  # noqa: E402
 
-# one instance: simulate keys its compiled program on it
 METHOD, DT = RK4(), 8e-3
 
 

@@ -128,3 +128,19 @@ def test_example_arguments_are_checked_before_the_run(tmp_path):
     # a folder that can be created is accepted and not left behind (the script creates it)
     assert cli.output_folder(str(tmp_path / "a" / "b")) == tmp_path / "a" / "b"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_lqr_balances_the_inverted_soft_arm(tmp_path):
+    """`examples/lqr_upright_arm.py` on a short run: the upright is an unstable equilibrium
+    (statics and linearization agree), the LQR on `sr.linearize` holds it with both tendons
+    pulling, the same start without feedback falls away."""
+    ex = load_example("lqr_upright_arm")
+    summary = ex.main(1.2, tmp_path)
+    assert summary["equilibrium_stable"] is False
+    assert summary["open_loop_max_real_eigenvalue"] > 1.0
+    assert summary["closed_loop_max_real_eigenvalue"] < 0.0
+    assert summary["lqr_final_error_rad"] < 0.1 * summary["start_error_rad"]
+    assert summary["open_loop_final_error_rad"] > summary["start_error_rad"]
+    assert summary["lqr_min_tension_N"] > 0.0
+    written = {"coordinates.png", "inputs.png", "snapshots.png", "summary.json"}
+    assert written <= {p.name for p in tmp_path.iterdir()}

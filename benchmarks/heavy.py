@@ -16,7 +16,9 @@ the helicoid), each function wrapped in `jax.jit` with
 softrigid's compiler options (`sr.compiler_options()`, as its own programs are): first call
 (trace + compile + run) and steady-state time per call (median of batches, `_timing.time_call`)
 of `inverse_dynamics`, `mass_inverse_dynamics`, `elastic_force + damping_force` (two calls),
-`internal_force` (the same sum in one call) and `inverse_dynamics_derivatives`; the same-run reference is the map and its `q`-Jacobian at every
+`internal_force` (the same sum in one call), `inverse_dynamics_derivatives`, `linearize` and
+its reference `jax.jacfwd` of the forward dynamics (`forward_dynamics_jacobian`: `x` and `u`
+columns); the same-run reference is the map and its `q`-Jacobian at every
 node of every body (`jax.jacfwd` of `map_points`), and the ratio `ID / (map + Jacobian)`. For the
 compressed and empirical rules, the relative error of `M`, `ID`, `g` and `s` against the reference rule
 `from_mesh(degree=4)` at one seeded state. Peak resident memory of the process at the end
@@ -127,7 +129,25 @@ FUNCTIONS = (
     "elastic_plus_damping",
     "internal_force",
     "derivatives",
+    "linearize",
+    "forward_dynamics_jacobian",
 )
+
+
+def inputs(robot: sr.Robot, qdd: jax.Array) -> jax.Array:
+    """Seeded inputs of the robot's shape: its generalized forces `q̈` without actuators, else
+    the first `n_u` of them (a state-dependent stand-in, the same in every function)."""
+    return qdd if not robot.actuators else qdd[: robot.n_u]
+
+
+def fd_jacobian(robot: sr.Robot, q: jax.Array, qd: jax.Array, u: jax.Array) -> tuple:
+    """`linearize`'s reference: `jax.jacfwd` of `ẋ = (q̇, forward_dynamics)` in `x` and `u`."""
+    n = robot.n_q
+
+    def f(x: jax.Array, v: jax.Array) -> jax.Array:
+        return jnp.concatenate([x[n:], sr.forward_dynamics(robot, x[:n], x[n:], v)])
+
+    return jax.jacfwd(f, argnums=(0, 1))(jnp.concatenate([q, qd]), u)
 
 
 def functions(robot: sr.Robot, closed: bool = False, options: dict | None = None) -> dict[str, Any]:
@@ -154,6 +174,8 @@ def functions(robot: sr.Robot, closed: bool = False, options: dict | None = None
         ),
         "internal_force": lambda r, q, qd, qdd: sr.internal_force(r, q, qd),
         "derivatives": lambda r, q, qd, qdd: sr.inverse_dynamics_derivatives(r, q, qd, qdd),
+        "linearize": lambda r, q, qd, qdd: sr.linearize(r, q, qd, inputs(r, qdd)),
+        "forward_dynamics_jacobian": lambda r, q, qd, qdd: fd_jacobian(r, q, qd, inputs(r, qdd)),
     }
     if not closed:
         return {name: jit(fn) for name, fn in fns.items()}

@@ -36,7 +36,7 @@ from . import _recursion as rec
 from ._ad import value_and_jacfwd
 from ._body import MassMoments, VelocityMoments
 from ._cache import jit
-from ._dynamics import DynamicsTerms, _mass, actuation
+from ._dynamics import DynamicsTerms, _mass, actuation, terms
 from ._energy import link_internal_derivatives
 from ._entry import algorithm
 from ._loads import external_loads
@@ -318,14 +318,15 @@ class Linearization(NamedTuple):
 def linearize(robot: Robot, q: Array, qd: Array, u: Array, loads: Any = None) -> Linearization:
     """The state-space matrices of the dynamics about the state `(q, q̇)` and the inputs `u`
     (for LQR, stability and modal analysis about an equilibrium of `equilibrium`). With
-    `q̈ = M⁻¹ (A(q) u − bias)`, `bias = ν(q, q̇, 0) = c + g + s − Q_ext`, differentiating
-    `M q̈ + bias = A u` gives
+    `q̈ = M⁻¹ (A(q) u − bias)` and the residual `r(q, q̇, q̈) = ν(q, q̇, q̈) − A(q) u`, which
+    vanishes along it, differentiating `r = 0` at that `q̈` gives
 
-        ∂q̈/∂x = M⁻¹ (∂(A u)/∂x − ∂bias/∂x − (∂M/∂x) q̈),   ∂q̈/∂u = M⁻¹ A,   x = (q, q̇),
+        ∂q̈/∂x = −M⁻¹ ∂r/∂x = M⁻¹ (∂(A u)/∂x − ∂ν/∂x),   ∂q̈/∂u = M⁻¹ A,   x = (q, q̇),
 
         A = [[0, I], [∂q̈/∂q, ∂q̈/∂q̇]],   B = [[0], [M⁻¹ A]],
 
-    with `M`, the bias, `A(q)` and their derivatives from one link-local linearization
+    `∂ν/∂x` taken at `q̈` (it holds `(∂M/∂q) q̈`): one evaluation of the dynamics terms for
+    `q̈`, the residual's derivatives from one link-local linearization
     (`inverse_dynamics_derivatives`' pass) and one Cholesky factor of `M` (checked positive
     definite at run time, as `forward_dynamics`). Exact: equal to `jax.jacfwd` of
     `forward_dynamics` (tested), without differentiating the factorization. Coordinates on a
@@ -343,26 +344,25 @@ def linearize(robot: Robot, q: Array, qd: Array, u: Array, loads: Any = None) ->
     Example:
         >>> import jax.numpy as jnp, softrigid as sr
         >>> bar = sr.RigidBody(1.0, (0.0, 0.0, 0.5), jnp.zeros((3, 3)))
-        >>> pendulum = sr.Robot([sr.Link(sr.joints.Revolute((0, 1, 0)), bar)])
+        >>> joint = sr.joints.Revolute((0, 1, 0), damping=0.1)
+        >>> pendulum = sr.Robot([sr.Link(joint, bar)])
         >>> lin = sr.linearize(pendulum, jnp.zeros(1), jnp.zeros(1), jnp.zeros(1))
-        >>> print(lin.state_matrix)  # upright: q̈ = (g / l) q + u / (m l²)
+        >>> print(lin.state_matrix)  # upright: m l² q̈ = m g l q − c q̇ + u
         [[ 0.    1.  ]
-         [19.62  0.  ]]
+         [19.62 -0.4 ]]
         >>> print(lin.input_matrix)
         [[0.]
          [4.]]
     """
     n = robot.n_q
-    zero = jnp.zeros_like(q)
-    d, rows = _linearize(robot, q, qd, zero, loads, ("mass", "actuation"))
-    mass, (_, d_mass), (act, d_act) = d.mass_matrix, rows["mass"], rows["actuation"]
-    factor, lower = jax.scipy.linalg.cho_factor(mass)
-    factor = check_positive_definite("linearize", robot, mass, factor, q)
-    # at q̈ = 0, ν is the bias and its derivatives the bias's
-    qdd = jax.scipy.linalg.cho_solve((factor, lower), act @ u - d.nu)
-    bias_x = jnp.concatenate([d.d_q, d.d_qd], axis=1)
-    rhs = jnp.einsum("iak,a->ik", d_act, u) - bias_x - jnp.einsum("ijk,j->ik", d_mass, qdd)
-    lower_rows = jax.scipy.linalg.cho_solve((factor, lower), jnp.concatenate([rhs, act], 1))
+    tm = terms(robot, q, qd, loads)
+    factor, lower = jax.scipy.linalg.cho_factor(tm.mass_matrix)
+    factor = check_positive_definite("linearize", robot, tm.mass_matrix, factor, q)
+    act = tm.actuation  # I without actuators
+    qdd = jax.scipy.linalg.cho_solve((factor, lower), act @ u - tm.bias)
+    d = residual_derivatives(robot, q, qd, qdd, loads, u)
+    rhs = jnp.concatenate([-d.d_q, -d.d_qd, act], axis=1)
+    lower_rows = jax.scipy.linalg.cho_solve((factor, lower), rhs)
     upper = jnp.concatenate([jnp.zeros((n, n), q.dtype), jnp.eye(n, dtype=q.dtype)], 1)
     state = jnp.concatenate([upper, lower_rows[:, : 2 * n]])
     inputs = jnp.concatenate([jnp.zeros((n, act.shape[1]), q.dtype), lower_rows[:, 2 * n :]])

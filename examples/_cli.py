@@ -9,7 +9,14 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["folder_main", "nonnegative_float", "output_folder", "positive_float", "positive_int"]
+__all__ = [
+    "folder_main",
+    "nonnegative_float",
+    "output_folder",
+    "positive_float",
+    "positive_int",
+    "simulation_main",
+]
 
 
 def _number(text: str) -> float:
@@ -79,3 +86,17 @@ def folder_main(main: Callable[[Path], None], description: str, default: str) ->
         "out", nargs="?", type=output_folder, default=Path(default), help="output folder"
     )
     main(parser.parse_args().out)
+
+
+def simulation_main(
+    main: Callable[[float, Path], object], description: str, t_final: float, default: str
+) -> None:
+    """Run `main(t_final, out)` from the options `--t-final T` (`positive_float`, default
+    `t_final`) and `--out DIR` (`output_folder`, default `default`)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--t-final", type=positive_float, default=t_final, help="simulated time [s]"
+    )
+    parser.add_argument("--out", type=output_folder, default=Path(default), help="output folder")
+    args = parser.parse_args()
+    main(args.t_final, args.out)

@@ -15,7 +15,6 @@ tension of the run (positive: no tendon had to push). The same start without fee
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -188,14 +187,8 @@ def main(t_final: float, out: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    from _cli import output_folder, positive_float  # beside this script
+    from _cli import simulation_main  # beside this script
 
     sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--t-final", type=positive_float, default=3.0, help="simulated time [s]")
-    parser.add_argument(
-        "--out", type=output_folder, default=Path("out/lqr_upright_arm"), help="output folder"
-    )
-    args = parser.parse_args()
-    main(args.t_final, args.out)
+    simulation_main(main, __doc__.splitlines()[0], 3.0, "out/lqr_upright_arm")

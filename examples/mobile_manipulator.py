@@ -38,7 +38,6 @@ references), `arm_angles.png` (θ1..θ3 against the target) and `constraint_resi
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -268,14 +267,8 @@ def run(t_final: float = 8.0, out: Path | str = Path("out/mobile_manipulator")) 
 
 
 if __name__ == "__main__":
-    from _cli import output_folder, positive_float  # beside this script
+    from _cli import simulation_main  # beside this script
 
     sr.fast_compilation()  # XLA:CPU compiles 2-2.7x faster (README, "Fast start")
     sr.enable_compilation_cache()  # a later run loads the compiled programs (README, "Fast start")
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--t-final", type=positive_float, default=8.0, help="simulated time [s]")
-    parser.add_argument(
-        "--out", type=output_folder, default=Path("out/mobile_manipulator"), help="output folder"
-    )
-    args = parser.parse_args()
-    run(args.t_final, args.out)
+    simulation_main(run, __doc__.splitlines()[0], 8.0, "out/mobile_manipulator")

@@ -7,8 +7,8 @@ constant-curvature segment with two antagonistic tendons: 2 coordinates (base an
 3 inputs (base torque, two tensions). Straight up is an equilibrium (`sr.equilibrium`), but an
 unstable one: the statics report `stable = False`, the linearization an eigenvalue with a
 positive real part. The tendons can only pull, so the design point holds both at a pretension
-`T0` and the LQR acts about it, `u = u0 − K (x − x_eq)`; the script reports the smallest
-tension of the run (positive: no tendon had to push). The same start without feedback
+`T0` and the LQR acts about it, `u = u0 − K (x − x_eq)` (`control.StateFeedback`); the script
+reports the smallest tension of the run (positive: no tendon had to push). The same start without feedback
 (`u = u0`) falls over. Writes `coordinates.png` (both runs), `inputs.png`, `snapshots.png` and
 `summary.json` to the output folder (default `out/lqr_upright_arm`).
 """
@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 import scipy.linalg  # noqa: E402
 
 import softrigid as sr  # noqa: E402
-from softrigid import joints, kinematics, materials, quadrature  # noqa: E402
+from softrigid import control, joints, kinematics, materials, quadrature  # noqa: E402
 from softrigid.actuators import JointMotor, Tendon  # noqa: E402
 
 LINK, SEGMENT, RADIUS = 0.2, 0.25, 0.015  # [m]
@@ -87,19 +87,17 @@ def design(robot: sr.Robot) -> dict[str, Any]:
 
 
 def run(robot: sr.Robot, plan: dict[str, Any], t_final: float) -> dict[str, sr.Trajectory]:
-    """The nonlinear robot from `START` at rest with the LQR and without feedback."""
+    """The nonlinear robot from `START` at rest with the LQR (`control.StateFeedback`) and
+    without feedback (the same law with a zero gain: its gain is traced, so both runs share one
+    compiled program)."""
     q_eq, u0, gain = plan["equilibrium"].q, plan["u0"], plan["gain"]
-
-    def lqr(t: jax.Array, q: jax.Array, qd: jax.Array) -> jax.Array:
-        return u0 - gain @ jnp.concatenate([q - q_eq, qd])
-
-    def held(t: jax.Array, q: jax.Array, qd: jax.Array) -> jax.Array:
-        return u0
-
+    x_eq = jnp.concatenate([q_eq, jnp.zeros(robot.n_q)])
     q0, qd0 = q_eq + jnp.asarray(START), jnp.zeros(robot.n_q)
     return {
-        name: sr.simulate(robot, q0, qd0, t_final, DT, controller=law)
-        for name, law in (("lqr", lqr), ("open loop", held))
+        name: sr.simulate(
+            robot, q0, qd0, t_final, DT, controller=control.StateFeedback(k, x_eq, u0)
+        )
+        for name, k in (("lqr", gain), ("open loop", jnp.zeros_like(gain)))
     }
 
 

@@ -16,6 +16,7 @@ Laws (`e = q_d − q` or `y_d − y`; gains `K` are scalars, diagonals `(k,)` or
 - `CollocatedPFBL`:  `u = M̄_yy v + h̄_y`, `v = ÿ_d + K_D (ẏ_d − ẏ) + K_P (y_d − y)`
   (the law after eq. (55), Simulation 1).
 - `Phases`:          controller `i` on `[t_{i−1}, t_i)` (Simulation 2 has three).
+- `StateFeedback`:   `u = u₀ − K (x − x₀)`, `x = (q, q̇)` (an LQR on `softrigid.linearize`).
 
 References `r(t) -> (position, velocity, acceleration)`: `Constant`, `CubicRestToRest`,
 `Spline` (C² cubic spline through samples, e.g. the equilibria of Simulation 1), `Blend`
@@ -29,6 +30,7 @@ from .._controller import Controller
 from ._laws import PD, CompensatedPD, ComputedTorque, Feedforward, Phases
 from ._pfbl import CollocatedPFBL, actuation_coordinates
 from ._references import Blend, Constant, CubicRestToRest, Reference, Spline
+from ._state_feedback import StateFeedback
 
 __all__ = [
     "PD",
@@ -43,5 +45,6 @@ __all__ = [
     "Phases",
     "Reference",
     "Spline",
+    "StateFeedback",
     "actuation_coordinates",
 ]

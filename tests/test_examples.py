@@ -130,10 +130,13 @@ def test_example_arguments_are_checked_before_the_run(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
+@pytest.mark.slow
 def test_lqr_balances_the_inverted_soft_arm(tmp_path):
     """`examples/lqr_upright_arm.py` on a short run: the upright is an unstable equilibrium
     (statics and linearization agree), the LQR on `sr.linearize` holds it with both tendons
-    pulling, the same start without feedback falls away."""
+    pulling, the same start without feedback falls away. Slow (40 s of compilation in the
+    tests' run): its LQR on `linearize` and `StateFeedback` runs in the fast set on a double
+    pendulum (`test_linearize.py`)."""
     ex = load_example("lqr_upright_arm")
     summary = ex.main(1.2, tmp_path)
     assert summary["equilibrium_stable"] is False
